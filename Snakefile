@@ -1,0 +1,58 @@
+"""smdissect: build, SASS-check, time, profile, parse, cross-validate and report GPU microbenchmarks."""
+
+import sys
+from pathlib import Path
+
+ROOT = Path(workflow.basedir)
+sys.path.insert(0, str(ROOT / "workflow"))
+
+from smdissect import plan as smd_plan
+from smdissect.errors import SmdissectError
+
+
+configfile: "config/config.yaml"
+
+
+try:
+    PLAN = smd_plan.make(config, ROOT)
+except SmdissectError as err:
+    sys.exit(f"smdissect: {err}")
+smd_plan.announce(PLAN)
+
+# Jobs run `python3 -m smdissect`: the installed package, else the one in workflow/.
+shell.prefix(f"export PYTHONPATH={ROOT / 'workflow'}:${{{{PYTHONPATH:-}}}}; ")
+S = PLAN.settings
+GPU = PLAN.gpu_name
+HEADERS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "kernels" / "common").glob("*.cuh"))
+
+
+wildcard_constraints:
+    arch="sm_[0-9]+[af]?",
+    category="|".join(PLAN.families),  # configured categories only (so never "index")
+    family="[a-z][a-z0-9_]*",
+    gpu="[a-z0-9][a-z0-9_-]*",
+
+
+include: "rules/common.smk"
+include: "rules/build.smk"
+include: "rules/sass.smk"
+include: "rules/run.smk"
+include: "rules/profile.smk"
+include: "rules/parse.smk"
+include: "rules/crossval.smk"
+include: "rules/report.smk"
+
+
+rule all:
+    input:
+        f"reports/{GPU}/index.html",
+        expand("reports/{gpu}/{category}.html", gpu=GPU, category=PLAN.families),
+
+
+for _category in PLAN.families:
+
+    rule:
+        name:
+            _category
+        input:
+            f"reports/{GPU}/{_category}.html",

@@ -1,0 +1,18 @@
+# build: nvcc compiles one case family for one arch; the toolkit version is a rerun trigger.
+rule build:
+    input:
+        source="kernels/{category}/{family}.cu",
+        headers=HEADERS,
+    output:
+        binary="build/{arch}/{category}/{family}",
+        listing="build/{arch}/{category}/{family}.json",
+    params:
+        nvcc=S["nvcc"],
+        toolchain=PLAN.nvcc_version,
+        flags=" ".join(S["nvcc_flags"]),
+    log:
+        "logs/build/{arch}/{category}/{family}.log",
+    shell:
+        "python3 -m smdissect build --source {input.source} --binary {output.binary} --listing {output.listing}"
+        " --arch {wildcards.arch} --include kernels/common --nvcc {params.nvcc} --flags={params.flags:q}"
+        " 2> {log} || (cat {log} >&2; exit 1)"

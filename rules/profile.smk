@@ -1,0 +1,21 @@
+# profile: ncu over every timed launch of a family (NVTX-selected, clocks left alone) into a .ncu-rep.
+rule profile:
+    input:
+        binary="build/{arch}/{category}/{family}",
+        manifest="kernels/{category}/cases.yaml",
+    output:
+        report="results/{gpu}/{arch}/{category}/{family}/profile.ncu-rep",
+        meta="results/{gpu}/{arch}/{category}/{family}/profile.json",
+    params:
+        ncu=S["ncu"],
+        device=S["device"],
+        toolchain=PLAN.nvcc_version,
+    resources:
+        gpu=1,
+    log:
+        "logs/profile/{gpu}/{arch}/{category}/{family}.log",
+    shell:
+        "python3 -m smdissect profile --binary {input.binary} --arch {wildcards.arch} --cuda {params.toolchain}"
+        " --ncu {params.ncu} --report {output.report} --meta {output.meta} --kernels kernels"
+        " --category {wildcards.category} --family {wildcards.family} --device {params.device}"
+        " 2> {log} || (cat {log} >&2; exit 1)"

@@ -1,0 +1,19 @@
+# run: time every case of a family on the GPU (clock64, JSON lines) into raw.parquet; one GPU job at a time.
+rule run:
+    input:
+        binary="build/{arch}/{category}/{family}",
+        manifest="kernels/{category}/cases.yaml",
+    output:
+        "results/{gpu}/{arch}/{category}/{family}/raw.parquet",
+    params:
+        device=S["device"],
+        repeats=S["repeats"],
+        toolchain=PLAN.nvcc_version,
+    resources:
+        gpu=1,
+    log:
+        "logs/run/{gpu}/{arch}/{category}/{family}.log",
+    shell:
+        "python3 -m smdissect run --binary {input.binary} --arch {wildcards.arch} --cuda {params.toolchain}"
+        " --out {output} --kernels kernels --category {wildcards.category} --family {wildcards.family}"
+        " --repeats {params.repeats} --device {params.device} 2> {log} || (cat {log} >&2; exit 1)"

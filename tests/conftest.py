@@ -1,0 +1,56 @@
+"""Shared fixtures: the repo root, real builds of every case family, and the GPU marker's skip reason."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "workflow"))
+
+from smdissect import build, catalog, device  # noqa: E402
+
+ARCHS = ["sm_90a", "sm_120a"]
+FLAGS = ["-O3", "-lineinfo", "-std=c++17"]
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip GPU tests where there is no GPU, saying why (pytest -ra prints it)."""
+    gpu = device.query(0)
+    if isinstance(gpu, str):
+        skip = pytest.mark.skip(reason=f"needs an NVIDIA GPU: {gpu}")
+        for item in items:
+            if "gpu" in item.keywords:
+                item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str, str], Path]:
+    """Every (arch, category, family) binary, compiled for real with nvcc, two at a time."""
+    out = tmp_path_factory.mktemp("build")
+    jobs = {
+        (arch, cat, fam): out / arch / cat / fam
+        for arch in ARCHS
+        for cat in catalog.categories(ROOT / "kernels")
+        for fam in catalog.families(catalog.load(ROOT / "kernels", cat))
+    }
+
+    def compile_one(key: tuple[str, str, str]) -> None:
+        arch, cat, fam = key
+        source = ROOT / "kernels" / cat / f"{fam}.cu"
+        build.compile_family("nvcc", source, jobs[key], arch, ROOT / "kernels" / "common", FLAGS)
+        build.write_listing(jobs[key], jobs[key].with_suffix(".json"))
+
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(compile_one, jobs))
+    return jobs
+
+
+def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """Run a command and capture its output as text."""
+    return subprocess.run(list(args), cwd=cwd, capture_output=True, text=True)

@@ -1,0 +1,68 @@
+"""Compile one case family (.cu) for one arch with nvcc, and ask the binary for its kernels."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from .errors import SmdissectError
+from .tables import atomic_path, write_text
+
+
+def find_tool(tool: str, hint: str) -> str:
+    """Absolute path of `tool`, or a one-line error with `hint` on how to get it."""
+    path = shutil.which(tool)
+    if path is None:
+        raise SmdissectError(f"{tool} not found: {hint}")
+    return path
+
+
+def nvcc_version(nvcc: str = "nvcc") -> str:
+    """The toolkit release, e.g. '13.0.88'; part of every build's rerun trigger."""
+    exe = find_tool(nvcc, "install the CUDA toolkit or set nvcc: in config/config.yaml")
+    out = subprocess.run([exe, "--version"], capture_output=True, text=True, check=False).stdout
+    match = re.search(r"V(\d+\.\d+\.\d+)", out)
+    if not match:
+        raise SmdissectError(f"{exe} --version printed no version: is it really nvcc?")
+    return match.group(1)
+
+
+def known_archs(nvcc: str = "nvcc") -> list[str]:
+    """The sm_XX targets this nvcc can compile for."""
+    exe = find_tool(nvcc, "install the CUDA toolkit or set nvcc: in config/config.yaml")
+    out = subprocess.run([exe, "--list-gpu-code"], capture_output=True, text=True, check=False).stdout
+    return out.split()
+
+
+def command(nvcc: str, source: Path, binary: Path, arch: str, include: Path, flags: list[str]) -> list[str]:
+    """The nvcc command line: arch-specific SASS only (`-gencode arch=compute_XXa,code=sm_XXa`)."""
+    compute = arch.replace("sm_", "compute_")
+    return [nvcc, *flags, f"-gencode=arch={compute},code={arch}", "-I", str(include), "-o", str(binary), str(source)]
+
+
+def compile_family(nvcc: str, source: Path, binary: Path, arch: str, include: Path, flags: list[str]) -> None:
+    """Build `binary`; a compile error is one line naming the file and the first error."""
+    binary.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(binary) as tmp:
+        proc = subprocess.run(command(nvcc, source, Path(tmp), arch, include, flags), capture_output=True, text=True)
+        if proc.returncode != 0:
+            errors = [ln for ln in proc.stderr.splitlines() if "error" in ln] or proc.stderr.splitlines()[-1:]
+            raise SmdissectError(f"nvcc failed on {source} for {arch}: {errors[0] if errors else 'no output'}")
+        Path(tmp).chmod(0o755)
+
+
+def list_kernels(binary: Path) -> list[dict[str, Any]]:
+    """The binary's own account of its cases and kernels (`--list`), which needs no GPU."""
+    proc = subprocess.run([str(binary), "--list"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SmdissectError(f"{binary} --list failed: {proc.stderr.strip() or proc.returncode}")
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+
+
+def write_listing(binary: Path, out: Path) -> None:
+    """Save `--list` output as JSON next to the binary."""
+    write_text(out, json.dumps(list_kernels(binary), indent=1))

@@ -1,0 +1,191 @@
+"""The case manifests (kernels/<category>/cases.yaml): load, validate, expand sweeps, check arch support."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from .errors import SmdissectError
+
+# Arch features a case may require, with the SM versions that have them.
+FEATURES: dict[str, set[int]] = {
+    "wgmma": {90},
+    "tma": {90, 100, 101, 103, 110, 120, 121},
+    "fp4": {100, 101, 103, 110, 120, 121},
+}
+
+MANIFEST_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["category", "title", "cases"],
+    "properties": {
+        "category": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
+        "title": {"type": "string"},
+        "cases": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["id", "source", "ptx", "measures", "sweep", "sass"],
+                "properties": {
+                    "id": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
+                    "source": {"type": "string", "pattern": "^[a-z][a-z0-9_]*\\.cu$"},
+                    "ptx": {"type": "string"},
+                    "measures": {"type": "array", "items": {"enum": ["latency", "throughput"]}, "minItems": 1},
+                    "sweep": {
+                        "type": "object",
+                        "additionalProperties": {"type": "array", "items": {"type": "integer"}, "minItems": 1},
+                    },
+                    "requires": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "properties": {
+                            "min_sm": {"type": "integer"},
+                            "features": {"type": "array", "items": {"enum": sorted(FEATURES)}},
+                        },
+                    },
+                    "sass": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "required": ["expect"],
+                        "properties": {
+                            "expect": {
+                                "type": "object",
+                                "additionalProperties": {
+                                    "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]
+                                },
+                            },
+                            "forbid": {"type": "array", "items": {"type": "string"}},
+                        },
+                    },
+                    "pipe": {"type": "string", "pattern": "^[a-z0-9_]+(\\+[a-z0-9_]+)*$"},
+                    "stall": {"type": "string", "pattern": "^[a-z_]+$"},
+                    "paper": {"type": "string"},
+                    "explain": {"type": "object", "additionalProperties": {"type": "string"}},
+                },
+            },
+        },
+    },
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One manifest entry: everything the pipeline knows about a case."""
+
+    category: str
+    id: str
+    source: str
+    ptx: str
+    measures: tuple[str, ...]
+    sweep: dict[str, list[int]]
+    sass_expect: dict[str, list[str]]
+    sass_forbid: tuple[str, ...] = ()
+    min_sm: int = 0
+    features: tuple[str, ...] = ()
+    pipe: str | None = None
+    stall: str | None = None
+    paper: str | None = None
+    explain: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def family(self) -> str:
+        """The binary this case lives in: its .cu file's stem."""
+        return Path(self.source).stem
+
+    def points(self) -> list[dict[str, int]]:
+        """The sweep's cross product, as parameter dicts in a stable order."""
+        keys = sorted(self.sweep)
+        return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(self.sweep[k] for k in keys))]
+
+    def unsupported(self, arch: str) -> str | None:
+        """Why this case cannot run on `arch`, or None when it can."""
+        sm = sm_version(arch)
+        if sm < self.min_sm:
+            return f"needs sm_{self.min_sm} or newer, {arch} is older"
+        missing = [f for f in self.features if sm not in FEATURES[f]]
+        if missing:
+            return f"{arch} lacks {', '.join(missing)}"
+        return None
+
+
+def sm_version(arch: str) -> int:
+    """90 for 'sm_90a', 120 for 'sm_120a'."""
+    match = re.fullmatch(r"sm_(\d+)[af]?", arch)
+    if not match:
+        raise SmdissectError(f"arch '{arch}' is not of the form sm_XX[a] (e.g. sm_90a, sm_120a)")
+    return int(match.group(1))
+
+
+def categories(kernels: Path) -> list[str]:
+    """Every category: a folder of `kernels` holding a cases.yaml."""
+    return sorted(p.parent.name for p in kernels.glob("*/cases.yaml"))
+
+
+def load(kernels: Path, category: str) -> list[Case]:
+    """The validated cases of one category; a bad manifest is a one-line error naming the entry."""
+    path = kernels / category / "cases.yaml"
+    if not path.exists():
+        known = ", ".join(categories(kernels)) or "none"
+        raise SmdissectError(f"unknown category '{category}' (known: {known}): fix categories in config/config.yaml")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise SmdissectError(f"{path} is not valid YAML ({str(err).splitlines()[0]})") from err
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(MANIFEST_SCHEMA).iter_errors(data))
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path)
+        raise SmdissectError(f"{path}: {where}: {error.message}")
+    if data["category"] != category:
+        raise SmdissectError(f"{path}: category is '{data['category']}', expected the folder name '{category}'")
+    cases = [_case(category, entry) for entry in data["cases"]]
+    ids = [c.id for c in cases]
+    duplicated = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicated:
+        raise SmdissectError(f"{path}: case ids repeated: {', '.join(duplicated)}")
+    for case in cases:
+        if not (kernels / category / case.source).exists():
+            raise SmdissectError(f"{path}: case {case.id}: source {case.source} does not exist")
+    return cases
+
+
+def _case(category: str, entry: dict[str, Any]) -> Case:
+    requires = entry.get("requires", {})
+    expect = {k: [v] if isinstance(v, str) else list(v) for k, v in entry["sass"]["expect"].items()}
+    return Case(
+        category=category,
+        id=entry["id"],
+        source=entry["source"],
+        ptx=entry["ptx"],
+        measures=tuple(entry["measures"]),
+        sweep=entry["sweep"],
+        sass_expect=expect,
+        sass_forbid=tuple(entry["sass"].get("forbid", ())),
+        min_sm=requires.get("min_sm", 0),
+        features=tuple(requires.get("features", ())),
+        pipe=entry.get("pipe"),
+        stall=entry.get("stall"),
+        paper=entry.get("paper"),
+        explain=entry.get("explain", {}),
+    )
+
+
+def families(cases: list[Case]) -> dict[str, list[Case]]:
+    """Cases grouped by the binary (family) they live in."""
+    out: dict[str, list[Case]] = {}
+    for case in cases:
+        out.setdefault(case.family, []).append(case)
+    return out
+
+
+def title(kernels: Path, category: str) -> str:
+    """The manifest's one-line title of a category."""
+    load(kernels, category)  # validates
+    return yaml.safe_load((kernels / category / "cases.yaml").read_text())["title"]

@@ -1,0 +1,113 @@
+"""Command line of the stages: `python -m smdissect <stage> ...`; every failure is one line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+from pathlib import Path
+
+from . import build, pipeline, run
+from .errors import SmdissectError, exit_on_error
+
+
+def _family(args: argparse.Namespace) -> list:
+    return pipeline.family_cases(Path(args.kernels), args.category, args.family)
+
+
+def cmd_build(args: argparse.Namespace) -> None:
+    """Compile a family for one arch and save its kernel listing."""
+    build.compile_family(
+        args.nvcc, Path(args.source), Path(args.binary), args.arch, Path(args.include), args.flags.split()
+    )
+    build.write_listing(Path(args.binary), Path(args.listing))
+
+
+def cmd_sass(args: argparse.Namespace) -> None:
+    """Opcode counts and SASS checks of a built family."""
+    pipeline.sass_tables(Path(args.binary), Path(args.listing), _family(args), args.arch, args.cuda,
+                         Path(args.out_sass), Path(args.out_checks))  # fmt: skip
+
+
+def cmd_run(args: argparse.Namespace) -> None:
+    """Time a family's cases on the GPU into raw.parquet."""
+    gpu = pipeline.gpu_here(args.device)
+    run.measure(Path(args.binary), _family(args), gpu, args.arch, args.cuda, args.repeats, Path(args.out))
+
+
+def cmd_exec(args: argparse.Namespace) -> None:
+    """Launch every case of a family once (what ncu profiles)."""
+    for case in _family(args):
+        proc = subprocess.run(run.invocation(Path(args.binary), case, 1, args.device), capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SmdissectError(f"{case.id}: {(proc.stderr.strip().splitlines() or ['failed'])[-1]}")
+
+
+def cmd_profile(args: argparse.Namespace) -> None:
+    """Profile a family under ncu into a .ncu-rep and its provenance JSON."""
+    gpu = pipeline.gpu_here(args.device)
+    pipeline.profile(Path(args.binary), _family(args), gpu, args.arch, args.cuda, args.ncu, Path(args.report),
+                     Path(args.meta), Path(args.kernels))  # fmt: skip
+
+
+def cmd_parse(args: argparse.Namespace) -> None:
+    """Turn a .ncu-rep into the ncu, stalls and pipes tables."""
+    pipeline.parse_report(Path(args.report), Path(args.meta), Path(args.out_ncu), Path(args.out_stalls),
+                          Path(args.out_pipes))  # fmt: skip
+
+
+def cmd_crossval(args: argparse.Namespace) -> None:
+    """Cross-validate a category's clock64 results against its counters and SASS."""
+    paths = {k: [Path(p) for p in getattr(args, k)] for k in ("raw", "ncu", "stalls", "sass_checks", "listings")}
+    pipeline.crossval_table(Path(args.kernels), args.category, paths["raw"], paths["ncu"], paths["stalls"],
+                            paths["sass_checks"], paths["listings"], Path(args.out))  # fmt: skip
+
+
+def cmd_report(args: argparse.Namespace) -> None:
+    """Write a category's HTML page."""
+    kinds = ("raw", "ncu", "stalls", "pipes", "crossval", "sass", "sass_checks")
+    inputs = {k: [Path(p) for p in getattr(args, k)] for k in kinds}
+    pipeline.report_page(Path(args.kernels), args.category, inputs, json.loads(args.skipped), Path(args.out),
+                         json.loads(args.provenance))  # fmt: skip
+
+
+def cmd_index(args: argparse.Namespace) -> None:
+    """Write the index page of one GPU's reports."""
+    pipeline.index_page(Path(args.kernels), args.gpu, args.categories, [Path(p) for p in args.crossval],
+                        json.loads(args.skipped), json.loads(args.provenance), Path(args.out))  # fmt: skip
+
+
+def parser() -> argparse.ArgumentParser:
+    """Every stage and its arguments."""
+    top = argparse.ArgumentParser(prog="smdissect", description=__doc__)
+    sub = top.add_subparsers(dest="stage", required=True)
+    many = {"nargs": "*", "default": []}
+    spec = {
+        cmd_build: ["source", "binary", "listing", "arch", "include", "nvcc", "flags"],
+        cmd_sass: ["binary", "listing", "arch", "cuda", "out_sass", "out_checks", "kernels", "category", "family"],
+        cmd_run: ["binary", "arch", "cuda", "out", "kernels", "category", "family", ("repeats", {"type": int}),
+                  ("device", {"type": int})],
+        cmd_exec: ["binary", "kernels", "category", "family", ("device", {"type": int})],
+        cmd_profile: ["binary", "arch", "cuda", "ncu", "report", "meta", "kernels", "category", "family",
+                      ("device", {"type": int})],
+        cmd_parse: ["report", "meta", "out_ncu", "out_stalls", "out_pipes"],
+        cmd_crossval: ["kernels", "category", "out", *((k, many) for k in ("raw", "ncu", "stalls", "sass_checks",
+                                                                            "listings"))],
+        cmd_report: ["kernels", "category", "out", "skipped", "provenance",
+                     *((k, many) for k in ("raw", "ncu", "stalls", "pipes", "crossval", "sass", "sass_checks"))],
+        cmd_index: ["kernels", "gpu", "out", "skipped", "provenance", ("categories", many), ("crossval", many)],
+    }  # fmt: skip
+    for func, options in spec.items():
+        p = sub.add_parser(func.__name__.removeprefix("cmd_"), help=func.__doc__)
+        p.set_defaults(func=func)
+        for opt in options:
+            name, kw = (opt, {}) if isinstance(opt, str) else opt
+            p.add_argument(f"--{name.replace('_', '-')}", dest=name, required="nargs" not in kw, **kw)
+    return top
+
+
+@exit_on_error
+def main(argv: list[str] | None = None) -> None:
+    """Parse the command line and run one stage."""
+    args = parser().parse_args(argv)
+    args.func(args)

@@ -1,0 +1,24 @@
+"""Load and validate the run configuration against config/schema.yaml, filling its defaults."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from .errors import SmdissectError
+
+
+def validate(config: dict[str, Any], schema_path: Path) -> dict[str, Any]:
+    """Return `config` with defaults filled; a bad value is a one-line error naming the key."""
+    if not isinstance(config, dict):
+        raise SmdissectError("config is not a mapping of keys to values: fix config/config.yaml")
+    schema = yaml.safe_load(schema_path.read_text())
+    filled = {k: v["default"] for k, v in schema["properties"].items() if "default" in v} | config
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(filled))
+    if error is not None:
+        where = "".join(f".{p}" if isinstance(p, str) else f"[{p}]" for p in error.absolute_path)
+        raise SmdissectError(f"config{where}: {error.message} (fix config/config.yaml or --config)")
+    return filled

@@ -1,0 +1,143 @@
+"""Cross-validation: clock64 timings and manifest claims against ncu counters and cuobjdump."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import pandas as pd
+
+from .catalog import Case
+from .ncu import pipe_metric
+from .tables import canonical_params
+
+# What a disagreement of each check means, shown beside every 'disagree' the case does not explain itself.
+WHY = {
+    "cycles": "clock64 spans only the timed loop while sm__cycles_active counts the CTA's whole life; a gap "
+    "beyond tolerance means setup or drain is not small against the loop, or the SM ran other work",
+    "pipe": "the pipe counter counts a different number of instructions than the chain issues: the instruction "
+    "went to another pipe on this chip, or the compiler changed the chain (see the SASS rows)",
+    "instructions": "the kernel issued more than its chain: loop overhead or extra instructions the compiler added",
+    "cpi": "clock64 cycles per issued instruction differ from ncu's warp latency per issued instruction: the "
+    "timed region and the profiled kernel do not match",
+    "slope": "the cycle counter's slope between the two body lengths differs from clock64's: the timing is noisy",
+    "stall": "the dominant stall reason is not the one the case's kind implies",
+    "sass": "the compiled SASS does not hold the instructions the case claims: the measurement is of something else",
+}
+SCHEDULERS = 4  # warp schedulers (SM sub-partitions) per SM on every arch from sm_70 on
+TOLERANCE = {"cycles": 0.02, "pipe": 0.01, "instructions": 0.02, "cpi": 0.03, "slope": 0.02}
+
+
+def _row(case: Case, params: str, check: str, kind: str, ours: float, theirs: float, note: str = "") -> dict[str, Any]:
+    tol = TOLERANCE[kind]
+    if math.isnan(ours) or math.isnan(theirs):
+        verdict, err = "not-applicable", float("nan")
+        note = note or "a counter this check needs was not collected on this chip"
+    else:
+        err = abs(theirs - ours) / abs(ours) if ours else float("inf")
+        verdict = "agree" if err <= tol else "disagree"
+    if verdict == "disagree":
+        note = case.explain.get(kind, note or WHY[kind])
+    return {
+        "case": case.id,
+        "params": params,
+        "check": check,
+        "clock64_value": ours,
+        "counter_value": theirs,
+        "rel_err": err,
+        "tolerance": tol,
+        "verdict": verdict,
+        "note": note,
+    }
+
+
+def _metric(ncu: pd.DataFrame, variant: str, name: str) -> float:
+    values = ncu.loc[(ncu.variant == variant) & (ncu.metric == name), "value"]
+    return float(values.iloc[0]) if len(values) else float("nan")
+
+
+def _pipe_count(ncu: pd.DataFrame, pipe: str) -> float:
+    """Sum of the named pipes' counters (a manifest pipe may be 'fmaheavy+fmalite')."""
+    return sum(_metric(ncu, "long", pipe_metric(p)) for p in pipe.split("+"))
+
+
+def checks_for_point(
+    case: Case, params: str, raw: pd.DataFrame, ncu: pd.DataFrame, stalls: pd.DataFrame, ops: dict[str, int]
+) -> Iterator[dict[str, Any]]:
+    """Every GPU check of one (case, params) point."""
+    point = json.loads(params)
+    warps = point.get("warps", 1)
+    iterations = int(raw.iterations.iloc[0])
+    clock64_cycles = float(raw.cycles.median())
+    expected = ops["long"] * iterations * warps  # warp-level instructions of the chain in the long kernel
+    yield _row(case, params, "cycles: clock64 span vs sm__cycles_active.max", "cycles",
+               clock64_cycles, _metric(ncu, "long", "sm__cycles_active.max"))  # fmt: skip
+    if case.pipe:
+        yield _row(case, params, f"instructions: chain vs {pipe_metric(case.pipe)}", "pipe",
+                   float(expected), _pipe_count(ncu, case.pipe))  # fmt: skip
+    yield _row(case, params, "instructions: chain vs smsp__inst_executed.sum", "instructions",
+               float(expected), _metric(ncu, "long", "smsp__inst_executed.sum"))  # fmt: skip
+    cpi_note = "" if warps <= SCHEDULERS else (
+        f"{warps} warps share {SCHEDULERS} schedulers and finish at different times, so the CTA's clock64 span "
+        "exceeds the average warp's active time that ncu divides by"
+    )  # fmt: skip
+    yield _row(case, params, "CPI: clock64 vs smsp__average_warp_latency_per_inst_issued", "cpi",
+               clock64_cycles * warps / expected if not cpi_note else float("nan"),
+               _metric(ncu, "long", "smsp__average_warp_latency_per_inst_issued.ratio"), cpi_note)  # fmt: skip
+    latency = raw[raw.metric == "latency"]
+    if len(latency):
+        extra = (ops["long"] - ops["short"]) * iterations
+        slope = (_metric(ncu, "long", "sm__cycles_active.max") - _metric(ncu, "short", "sm__cycles_active.max")) / extra
+        yield _row(case, params, "latency: clock64 slope vs sm__cycles_active slope", "slope",
+                   float(latency.value.median()), slope)  # fmt: skip
+    yield _stall_row(case, params, point, stalls)
+
+
+def _stall_row(case: Case, params: str, point: dict[str, int], stalls: pd.DataFrame) -> dict[str, Any]:
+    long = stalls[stalls.variant == "long"].sort_values("value", ascending=False)
+    top = f"{long.reason.iloc[0]} ({long.share.iloc[0]:.0%})" if len(long) else "none"
+    base = {"case": case.id, "params": params, "check": f"stall: dominant reason is {case.stall}",
+            "clock64_value": float("nan"), "tolerance": float("nan"), "rel_err": float("nan")}  # fmt: skip
+    share = long.loc[long.reason == case.stall, "share"]
+    base["counter_value"] = float(share.iloc[0]) if len(share) else float("nan")
+    if not case.stall or point.get("ilp", 1) != 1 or point.get("warps", 1) != 1 or not len(long):
+        return base | {
+            "verdict": "not-applicable",
+            "note": f"expected reason stated for ilp=1, warps=1 only; top: {top}",
+        }
+    if long.reason.iloc[0] == case.stall:
+        return base | {"verdict": "agree", "note": f"top: {top}"}
+    return base | {"verdict": "disagree", "note": case.explain.get("stall", f"{WHY['stall']}; top: {top}")}
+
+
+def sass_rows(cases: dict[str, Case], sass_checks: pd.DataFrame) -> Iterator[dict[str, Any]]:
+    """The SASS expectations of the run arch, as cross-validation rows."""
+    for r in sass_checks.itertuples():
+        ok = r.verdict == "agree"
+        note = "" if ok else cases[r.case].explain.get("sass", WHY["sass"])
+        yield {"case": r.case, "params": r.params, "check": f"sass {r.variant}: {r.opcode} {r.expect}",
+               "clock64_value": float("nan"), "counter_value": float(r.count), "rel_err": float("nan"),
+               "tolerance": float("nan"), "verdict": r.verdict, "note": note}  # fmt: skip
+
+
+def crossval(
+    cases: list[Case],
+    raw: pd.DataFrame,
+    ncu: pd.DataFrame,
+    stalls: pd.DataFrame,
+    sass_checks: pd.DataFrame,
+    ops: dict[tuple[str, str, str], int],
+) -> list[dict[str, Any]]:
+    """All checks for every measured point; `ops` maps (case, params-without-warps, variant) to body length."""
+    by_id = {c.id: c for c in cases}
+    rows = list(sass_rows(by_id, sass_checks))
+    for (case_id, params), point_raw in raw.groupby(["case", "params"]):
+        case = by_id[case_id]
+        sel = (ncu.case == case_id) & (ncu.params == params)
+        kernel_key = canonical_params({k: v for k, v in json.loads(params).items() if k != "warps"})
+        point_ops = {v: ops[(case_id, kernel_key, v)] for v in ("short", "long")}
+        point_stalls = stalls[(stalls.case == case_id) & (stalls.params == params)]
+        rows += checks_for_point(case, params, point_raw, ncu[sel], point_stalls, point_ops)
+    return rows

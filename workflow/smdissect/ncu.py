@@ -1,0 +1,104 @@
+"""Nsight Compute: pick each chip's metrics by name, profile the timed launches, explain failures in one line."""
+
+from __future__ import annotations
+
+import gzip
+import re
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+from .errors import SmdissectError
+
+METRICS_DIR = Path(__file__).parent / "metrics"
+# What every cross-check needs, on every chip.
+BASE = [
+    "sm__cycles_active.max",
+    "sm__cycles_elapsed.max",
+    "smsp__inst_executed.sum",
+    "smsp__average_warp_latency_per_inst_issued.ratio",
+]
+PIPE = re.compile(r"^sm__inst_executed_pipe_([a-z0-9]+(?:_type_fp16)?)$")
+STALL = re.compile(r"^smsp__average_warps_issue_stalled_([a-z0-9_]+)_per_issue_active$")
+NVTX_FILTER = "regex:^smd:/"  # the harness's one push/pop range per timed launch
+
+
+@cache
+def available(chip: str, ncu: str = "ncu") -> frozenset[str]:
+    """Base metric names of `chip`: the packaged list, else `ncu --query-metrics --chip`."""
+    packaged = METRICS_DIR / f"{chip}.txt.gz"
+    if packaged.exists():
+        return frozenset(gzip.decompress(packaged.read_bytes()).decode().split())
+    proc = subprocess.run([ncu, "--query-metrics", "--chip", chip], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SmdissectError(f"ncu --query-metrics --chip {chip} failed: {error_line(proc.stdout + proc.stderr)}")
+    return frozenset(m.group(0) for m in re.finditer(r"^[A-Za-z][\w.]*__\w+", proc.stdout, flags=re.MULTILINE))
+
+
+def pipes(names: frozenset[str]) -> list[str]:
+    """Instruction pipes this chip counts (alu, fma, fmaheavy, xu, ...)."""
+    return sorted(m.group(1) for n in names if (m := PIPE.match(n)))
+
+
+def stall_reasons(names: frozenset[str]) -> list[str]:
+    """Warp stall reasons this chip reports (wait, short_scoreboard, math_pipe_throttle, ...)."""
+    return sorted(m.group(1) for n in names if (m := STALL.match(n)))
+
+
+def pipe_metric(pipe: str) -> str:
+    """Instructions executed on one pipe, summed over SMs."""
+    return f"sm__inst_executed_pipe_{pipe}.sum"
+
+
+def stall_metric(reason: str) -> str:
+    """Warp cycles per issued instruction spent stalled for one reason."""
+    return f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio"
+
+
+def metrics(chip: str, ncu: str = "ncu") -> list[str]:
+    """The category's metric list for `chip`: cycles, instructions, every pipe and every stall reason."""
+    names = available(chip, ncu)
+    out = list(BASE)
+    for pipe in pipes(names):
+        out += [pipe_metric(pipe), f"sm__inst_executed_pipe_{pipe}.avg.pct_of_peak_sustained_active"]
+    return out + [stall_metric(r) for r in stall_reasons(names)]
+
+
+def command(ncu: str, metric_list: list[str], report: Path, target: list[str]) -> list[str]:
+    """ncu with the card's clocks left alone, only the timed (NVTX) launches, named metrics only."""
+    return [
+        ncu,
+        "--clock-control", "none",
+        "--nvtx", "--nvtx-include", NVTX_FILTER,
+        "--metrics", ",".join(metric_list),
+        "--force-overwrite", "--export", str(report),
+        *target,
+    ]  # fmt: skip
+
+
+def error_line(output: str) -> str:
+    """The one line that says why ncu failed, with the fix where it is known."""
+    if "ERR_NVGPUCTRPERM" in output:
+        return (
+            "ncu was refused the GPU performance counters (ERR_NVGPUCTRPERM): run as root, or load the driver "
+            "with NVreg_RestrictProfilingToAdminUsers=0 (see developer.nvidia.com/ERR_NVGPUCTRPERM)"
+        )
+    if "No kernels were profiled" in output:
+        return "ncu profiled no kernel: the binary made no launch inside an 'smd:' NVTX range"
+    errors = [ln.strip() for ln in output.splitlines() if "==ERROR==" in ln]
+    return errors[0] if errors else (output.strip().splitlines() or ["no output"])[-1]
+
+
+def profile(ncu: str, metric_list: list[str], report: Path, target: list[str]) -> None:
+    """Profile `target` into `report` (.ncu-rep); any failure is one line."""
+    report.parent.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(command(ncu, metric_list, report, target), capture_output=True, text=True)
+    output = proc.stdout + proc.stderr
+    if proc.returncode != 0 or "==ERROR==" in output or not report.exists():
+        raise SmdissectError(f"profiling {report.name} failed: {error_line(output)}")
+
+
+def launcher(args: list[str]) -> list[str]:
+    """A command that runs this package's CLI with the same interpreter (what ncu launches)."""
+    return [sys.executable, "-m", "smdissect", *args]

@@ -1,0 +1,158 @@
+"""The stages as functions of files: what each Snakemake rule calls through the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from . import build, catalog, crossval, device, ncu, parse, run, sass, tables
+from .errors import SmdissectError
+
+REFERENCE = "reference/seed_sm120.csv"
+
+
+def family_cases(kernels: Path, category: str, family: str) -> list[catalog.Case]:
+    """The manifest entries that live in one .cu file."""
+    cases = catalog.families(catalog.load(kernels, category)).get(family)
+    if not cases:
+        raise SmdissectError(f"kernels/{category}/cases.yaml has no case with source {family}.cu")
+    return cases
+
+
+def gpu_here(index: int) -> device.Gpu:
+    """The GPU a GPU job runs on; its absence is a one-line error."""
+    gpu = device.query(index)
+    if isinstance(gpu, str):
+        raise SmdissectError(f"this job needs a GPU: {gpu}")
+    return gpu
+
+
+def sass_tables(
+    binary: Path, listing: Path, cases: list[catalog.Case], arch: str, cuda: str, out_sass: Path, out_checks: Path
+) -> None:
+    """Opcode counts of every kernel of a binary, and the manifest's expectations checked on them."""
+    by_id = {c.id: c for c in cases}
+    counts = sass.opcodes(sass.dump(binary))
+    base = {"gpu": "none", "gpu_uuid": "", "arch": arch, "driver": "", "cuda": cuda, "category": cases[0].category,
+            "run_id": f"static-{datetime.now(UTC):%Y%m%dT%H%M%SZ}", "family": cases[0].family}  # fmt: skip
+    rows, checks = [], []
+    for entry in json.loads(listing.read_text()):
+        case = by_id.get(entry["case"])
+        if case is None:
+            continue
+        for k in entry["kernels"]:
+            if k["symbol"] not in counts:
+                raise SmdissectError(f"{binary}: kernel {k['symbol']} is listed but not in the SASS: rebuild it")
+            key = base | {"case": case.id, "params": tables.canonical_params(k["params"]), "variant": k["variant"],
+                          "kernel": k["symbol"]}  # fmt: skip
+            observed = counts[k["symbol"]]
+            rows += [key | {"ops": k["ops"], "opcode": op, "count": n} for op, n in sorted(observed.items())]
+            checks += [key | row for row in sass.check(case, observed, k["ops"])]
+    tables.write("sass", tables.frame("sass", rows), out_sass)
+    tables.write("sass_checks", tables.frame("sass_checks", checks), out_checks)
+
+
+def profile(
+    binary: Path, cases: list[catalog.Case], gpu: device.Gpu, arch: str, cuda: str, ncu_exe: str, report: Path,
+    meta: Path, kernels: Path,
+) -> None:  # fmt: skip
+    """Profile every timed launch of a family once under ncu, and record how and on what."""
+    reason = device.counters_permitted()
+    if reason:
+        raise SmdissectError(reason)
+    exe = build.find_tool(ncu_exe, "install Nsight Compute or set ncu: in config/config.yaml")
+    metric_list = ncu.metrics(gpu.chip, exe)
+    target = ncu.launcher(["exec", "--binary", str(binary), "--kernels", str(kernels), "--category",
+                           cases[0].category, "--family", cases[0].family, "--device", str(gpu.index)])  # fmt: skip
+    before = device.sm_clock_mhz(gpu.uuid)
+    ncu.profile(exe, metric_list, report, target)
+    after = device.sm_clock_mhz(gpu.uuid)
+    version = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1:]
+    info = run.provenance(gpu, arch, cuda, cases[0].category) | {
+        "family": cases[0].family, "sm_clock_before_mhz": before, "sm_clock_after_mhz": after,
+        "ncu": version[0] if version else "", "command": " ".join(ncu.command(exe, metric_list, report, target)),
+    }  # fmt: skip
+    tables.write_text(meta, json.dumps(info, indent=1))
+
+
+def parse_report(report: Path, meta: Path, out_ncu: Path, out_stalls: Path, out_pipes: Path) -> None:
+    """Long metrics, stall reasons and pipe counts of one report, each row with the profile job's provenance."""
+    info = json.loads(meta.read_text())
+    long = pd.DataFrame(parse.metric_rows(report))
+    for key in tables.SCHEMAS["ncu"].names:
+        if key in info and key not in long.columns:
+            long[key] = info[key]
+    long["family"] = info["family"]
+    tables.write("ncu", long, out_ncu)
+    tables.write("stalls", parse.stalls(long), out_stalls)
+    tables.write("pipes", parse.pipes(long), out_pipes)
+
+
+def kernel_ops(listings: list[Path]) -> dict[tuple[str, str, str], int]:
+    """(case, kernel params, variant) -> instructions in the chain body, from the binaries' --list."""
+    ops = {}
+    for listing in listings:
+        for entry in json.loads(Path(listing).read_text()):
+            for k in entry["kernels"]:
+                ops[(entry["case"], tables.canonical_params(k["params"]), k["variant"])] = k["ops"]
+    return ops
+
+
+def crossval_table(
+    kernels: Path, category: str, raw: list[Path], ncu_tables: list[Path], stalls: list[Path], sass_checks: list[Path],
+    listings: list[Path], out: Path,
+) -> None:  # fmt: skip
+    """Every cross-check of a category, each with its numbers and a verdict."""
+    raw_df = tables.read("raw", raw)
+    rows = crossval.crossval(catalog.load(kernels, category), raw_df, tables.read("ncu", ncu_tables),
+                             tables.read("stalls", stalls), tables.read("sass_checks", sass_checks),
+                             kernel_ops(listings))  # fmt: skip
+    prov = raw_df.iloc[0][[n for n, _ in tables.PROVENANCE if n not in ("case", "params")]].to_dict()
+    tables.write("crossval", tables.frame("crossval", [prov | r for r in rows]), out)
+
+
+def report_page(
+    kernels: Path, category: str, inputs: dict[str, list[Path]], skipped: dict[str, str], out: Path,
+    provenance: dict[str, Any],
+) -> None:  # fmt: skip
+    """One category's HTML page from whatever tables exist for it."""
+    from . import report
+
+    cases = catalog.load(kernels, category)
+    frames = {kind: tables.read(kind, paths) for kind, paths in inputs.items() if paths}
+    frames["cases"] = pd.DataFrame([{"case": c.id, "ptx": c.ptx, "pipe": c.pipe or ""} for c in cases])
+    reference = pd.read_csv(kernels.parent / REFERENCE)
+    if "raw" in frames:
+        paper = {c.id: c.paper for c in cases}  # the paper's figures are latencies
+        raw = frames["raw"]
+        raw["paper_ref"] = raw.case.map(paper).where(raw.metric == "latency")
+        first = frames["raw"].iloc[0]
+        provenance = {k: str(first[k]) for k in ("gpu", "gpu_uuid", "arch", "driver", "cuda", "run_id")} | provenance
+    title = catalog.title(kernels, category)
+    report.render_category(out, category, title, frames, skipped, provenance, reference)
+
+
+def index_page(
+    kernels: Path, gpu: str, categories: list[str], crossval_tables: list[Path], skipped: dict[str, str],
+    provenance: dict[str, Any], out: Path,
+) -> None:  # fmt: skip
+    """The index of one GPU's reports: each category with its verdict counts and skipped stages."""
+    from . import report
+
+    verdicts = tables.read("crossval", crossval_tables) if crossval_tables else tables.frame("crossval", [])
+    pages = [
+        {
+            "category": category,
+            "title": catalog.title(kernels, category),
+            "href": f"{category}.html",
+            "verdicts": verdicts[verdicts.category == category].verdict.value_counts().to_dict(),
+            "skipped": skipped,
+        }
+        for category in categories
+    ]
+    report.render_index(out, gpu, pages, provenance)

@@ -1,0 +1,86 @@
+"""What one `snakemake` invocation will do here: config checked, tools found, GPU asked, stages chosen."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import build, catalog, config, device
+from .errors import SmdissectError
+
+GPU_STAGES = ("run", "profile", "parse", "crossval")
+STATIC = "static"  # results/static/ and reports/static/: what needs no GPU
+
+
+@dataclass
+class Plan:
+    """Everything the Snakefile needs to lay out the DAG."""
+
+    root: Path
+    settings: dict[str, Any]
+    nvcc_version: str
+    families: dict[str, list[str]]
+    static_archs: list[str]
+    gpu: device.Gpu | None = None
+    run_arch: str | None = None
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def gpu_name(self) -> str:
+        """results/<gpu_name>/ and reports/<gpu_name>/."""
+        if self.gpu is None:
+            return STATIC
+        return self.gpu.slug if self.settings["gpu"] == "auto" else self.settings["gpu"]
+
+    @property
+    def archs(self) -> list[str]:
+        """Every arch that is built and SASS-checked."""
+        return sorted(set(self.static_archs) | ({self.run_arch} if self.run_arch else set()))
+
+    def provenance(self) -> dict[str, str]:
+        """Static facts for the reports (nothing that changes between two runs, so no needless reruns)."""
+        facts = {"cuda": self.nvcc_version, "archs": ", ".join(self.archs)}
+        if self.gpu:
+            facts |= {"gpu": self.gpu.name, "gpu_uuid": self.gpu.uuid, "driver": self.gpu.driver,
+                      "sm_count": str(self.gpu.sm_count), "arch": self.run_arch or ""}  # fmt: skip
+        return facts
+
+
+def make(raw_config: dict[str, Any], root: Path) -> Plan:
+    """Check everything that can be checked before any GPU work; fail with one line otherwise."""
+    settings = config.validate(raw_config, root / "config" / "schema.yaml")
+    kernels = root / "kernels"
+    families = {c: sorted(catalog.families(catalog.load(kernels, c))) for c in settings["categories"]}
+    nvcc_version = build.nvcc_version(settings["nvcc"])
+    known = build.known_archs(settings["nvcc"])
+    for arch in settings["static_archs"] + ([settings["arch"]] if settings["arch"] != "auto" else []):
+        if arch.rstrip("af") not in known:
+            raise SmdissectError(f"arch {arch} is unknown to nvcc {nvcc_version} (known: {', '.join(known)})")
+    plan = Plan(root, settings, nvcc_version, families, list(settings["static_archs"]))
+    gpu = device.query(settings["device"])
+    if isinstance(gpu, str):
+        plan.skipped = {stage: f"no GPU: {gpu}" for stage in GPU_STAGES}
+        return plan
+    plan.gpu, plan.run_arch = gpu, gpu.arch if settings["arch"] == "auto" else settings["arch"]
+    if catalog.sm_version(plan.run_arch) > catalog.sm_version(gpu.arch):
+        raise SmdissectError(f"arch {plan.run_arch} cannot run on {gpu.name} ({gpu.arch}): set arch: auto")
+    build.find_tool(settings["ncu"], "install Nsight Compute or set ncu: in config/config.yaml")
+    reason = device.counters_permitted()
+    if reason:
+        raise SmdissectError(reason)
+    return plan
+
+
+def announce(plan: Plan) -> None:
+    """Say on stderr, once, what runs and what is skipped and why."""
+    cats = ", ".join(plan.families)
+    if plan.gpu:
+        print(
+            f"smdissect: {plan.gpu.name} ({plan.run_arch}): {cats}; SASS for {', '.join(plan.archs)}", file=sys.stderr
+        )
+    else:
+        reason = next(iter(plan.skipped.values()))
+        print(f"smdissect: {reason}; building and SASS-checking {', '.join(plan.archs)} for {cats}; "
+              f"skipped: {', '.join(plan.skipped)}", file=sys.stderr)  # fmt: skip

@@ -1,0 +1,313 @@
+"""Self-contained HTML reports: plain tables and inline-SVG charts, nothing fetched when the page opens."""
+
+from __future__ import annotations
+
+import html
+import json
+import numbers
+from collections.abc import Callable
+from pathlib import Path
+from typing import cast
+
+import altair as alt
+import pandas as pd
+import vl_convert as vlc
+
+from .tables import VERDICTS, write_text
+
+# Which pipeline stages produce each table: their skip reason explains an empty section.
+STAGES: dict[str, tuple[str, ...]] = {
+    "raw": ("run",),
+    "stalls": ("profile", "parse"),
+    "pipes": ("profile", "parse"),
+    "crossval": ("crossval",),
+    "sass": ("sass", "parse"),
+    "sass_checks": ("sass", "parse"),
+}
+
+CSS = """
+body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1400px}
+h1{margin-bottom:.2em} h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.6em}
+table{border-collapse:collapse;font-size:13px;margin:.5em 0}
+th,td{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}
+th{background:#f3f3f3} td.num{text-align:right;font-variant-numeric:tabular-nums}
+table.prov th{font-weight:normal;color:#555}
+.skipped{border:2px solid #c90;background:#fff6e0;padding:.5em 1em;margin:1em 0}
+.skipped h2{margin-top:0;border:none} .empty{color:#777;font-style:italic}
+td.v-agree{background:#d7f2d7} td.v-disagree{background:#f7d0d0;font-weight:bold}
+td.v-not-applicable{background:#e6e6e6;color:#555}
+code{font-size:12px}
+"""
+
+
+def _fmt(value: object) -> str:
+    """A cell as text: blanks for missing, integers whole, other floats to 4 significant digits."""
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return ""
+    if isinstance(value, numbers.Integral):
+        return str(value)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() and abs(value) < 1e12 else f"{value:.4g}"
+    return str(value)
+
+
+def _cell(column: str, value: object, raw: bool = False) -> str:
+    """One <td>: numbers right-aligned, verdicts colored; `raw` cells are already HTML."""
+    if raw:
+        return f"<td>{value}</td>"
+    text = html.escape(_fmt(value))
+    if column == "verdict" and text:
+        return f'<td class="v-{text}">{text}</td>'
+    num = isinstance(value, numbers.Number) and not isinstance(value, bool)
+    return f'<td class="num">{text}</td>' if num else f"<td>{text}</td>"
+
+
+def _table(df: pd.DataFrame, raw: tuple[str, ...] = ()) -> str:
+    """A DataFrame as an HTML table, escaped except in the `raw` columns."""
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
+    cols = [(str(c), c in raw) for c in df.columns]
+    rows = ("".join(_cell(c, v, h) for (c, h), v in zip(cols, r, strict=True)) for r in df.itertuples(index=False))
+    body = "".join(f"<tr>{r}</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _deftable(pairs: dict[str, str]) -> str:
+    """Key/value pairs as a small two-column table."""
+    rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>" for k, v in pairs.items())
+    return f'<table class="prov">{rows}</table>'
+
+
+def _svg(chart: alt.TopLevelMixin) -> str:
+    """A chart rendered to inline SVG."""
+    return f'<div class="chart">{vlc.vegalite_to_svg(chart.to_json())}</div>'
+
+
+def _empty(text: str) -> str:
+    """Why a section shows nothing."""
+    return f'<p class="empty">{html.escape(text)}</p>'
+
+
+def _section(title: str, body: str) -> str:
+    """A titled section of a page."""
+    return f"<section><h2>{html.escape(title)}</h2>{body}</section>"
+
+
+def _page(title: str, body: str) -> str:
+    """A full HTML document with the inline stylesheet; non-ASCII as character references."""
+    doc = (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f"<style>{CSS}</style></head><body>{body}</body></html>\n"
+    )
+    return doc.encode("ascii", "xmlcharrefreplace").decode("ascii")
+
+
+def _param(params: object, key: str, default: object = None) -> object:
+    """One value of a canonical-JSON params string."""
+    try:
+        return json.loads(str(params)).get(key, default)
+    except (json.JSONDecodeError, AttributeError):
+        return default
+
+
+def _missing(name: str, tables: dict[str, pd.DataFrame], skipped: dict[str, str]) -> str | None:
+    """Why table `name` has nothing to show, or None when it has rows."""
+    df = tables.get(name)
+    if df is not None and not df.empty:
+        return None
+    reasons = [f"{s}: {skipped[s]}" for s in STAGES.get(name, ()) if s in skipped]
+    return f"not measured: {'; '.join(reasons)}" if reasons else "no rows"
+
+
+def _long(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the long (measured) kernel variant."""
+    return df[df["variant"] == "long"]
+
+
+def _header(title: str, category: str, provenance: dict[str, str], skipped: dict[str, str]) -> str:
+    """Title, provenance and the skipped-stages box."""
+    out = f"<h1>{html.escape(title)}</h1><p>category: <code>{html.escape(category)}</code></p>{_deftable(provenance)}"
+    if skipped:
+        items = "".join(f"<li><b>{html.escape(s)}</b>: {html.escape(r)}</li>" for s, r in skipped.items())
+        out += f'<div class="skipped"><h2>Skipped stages</h2><ul>{items}</ul></div>'
+    return out
+
+
+def _paper(summary: pd.DataFrame, raw: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
+    """Add the published figure (and its source) that each group's paper_ref points at."""
+    refs = raw.dropna(subset=["paper_ref"]).groupby(["case", "params", "metric"])["paper_ref"].first()
+    lookup = {r.id: r for r in reference.itertuples(index=False)}
+    hits = [lookup.get(i) for i in summary.join(refs, on=["case", "params", "metric"])["paper_ref"]]
+    summary["paper"] = [f"{_fmt(h.value)} {_fmt(h.unit)}".strip() if h else "" for h in hits]
+    summary["source"] = [h.source if h else "" for h in hits]
+    return summary
+
+
+def _measurements(raw: pd.DataFrame, reference: pd.DataFrame) -> str:
+    """Median, spread and sample count per (case, params, metric, unit)."""
+    keys = ["case", "params", "metric", "unit"]
+    summary = (
+        raw.groupby(keys, dropna=False)
+        .agg(
+            median=("value", "median"),
+            spread=("value", lambda s: s.max() - s.min()),
+            n=("value", "size"),
+            clock_mhz=("clock_mhz", "median"),
+            cycles=("cycles", "median"),
+        )
+        .reset_index()
+    )
+    if "paper_ref" in raw.columns:
+        summary = _paper(summary, raw, reference)
+    return _table(summary.sort_values(["case", "metric", "params"]))
+
+
+def _ilp_chart(raw: pd.DataFrame) -> str:
+    """Median throughput against ILP, one line per case, one panel per warp count."""
+    thr = raw[raw["metric"] == "throughput"].copy()
+    thr["ilp"] = pd.to_numeric(thr["params"].map(lambda p: _param(p, "ilp")), errors="coerce")
+    thr["warps"] = pd.to_numeric(thr["params"].map(lambda p: _param(p, "warps")), errors="coerce")
+    thr = thr.dropna(subset=["ilp"])
+    if thr.empty:
+        return _empty("no throughput rows with an ilp parameter")
+    data = thr.groupby(["case", "warps", "ilp"], as_index=False, dropna=False)["value"].median().sort_values("warps")
+    data["panel"] = data["warps"].map(lambda w: f"warps={_fmt(w) or 'any'}")
+    unit = ", ".join(sorted(thr["unit"].dropna().astype(str).unique())) or "warp_inst/cycle/SM"
+    chart = (
+        alt.Chart(data)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X(
+                "ilp:Q",
+                scale=alt.Scale(type="log", base=2),
+                axis=alt.Axis(values=sorted(data["ilp"].unique().tolist()), format="d"),
+                title="ILP (independent chains)",
+            ),
+            y=alt.Y("value:Q", title=f"median throughput ({unit})"),
+            color=alt.Color("case:N"),
+        )
+        .properties(width=260, height=220)
+        .facet(column=alt.Column("panel:N", title=None, sort=list(data["panel"].unique())))
+    )
+    return _svg(chart)
+
+
+def _stalls(stalls: pd.DataFrame) -> str:
+    """Stacked stall reasons per (case, params) and the dominant reason of each."""
+    st = _long(stalls).groupby(["case", "params", "reason"], as_index=False)[["value", "share"]].mean()
+    if st.empty:
+        return _empty("no rows for the long variant")
+    shown = st[st["reason"].isin(st.groupby("reason")["share"].max().loc[lambda s: s >= 0.01].index)].copy()
+    shown["point"] = shown["case"] + " " + shown["params"]
+    chart = (
+        alt.Chart(shown)
+        .mark_bar()
+        .encode(
+            y=alt.Y("point:N", title=None),
+            x=alt.X("sum(value):Q", title="warp cycles per issued instruction"),
+            color=alt.Color("reason:N"),
+            order=alt.Order("reason:N"),
+        )
+        .properties(width=520)
+    )
+    top = st.sort_values("value", ascending=False).drop_duplicates(["case", "params"])
+    return _svg(chart) + "<h3>Dominant stall reason</h3>" + _table(top.sort_values(["case", "params"]))
+
+
+def _pipes(pipes: pd.DataFrame) -> str:
+    """Instructions executed per pipe (with % of peak), pipes with any work only."""
+    p = _long(pipes).groupby(["case", "params", "pipe"], as_index=False)[["inst_executed", "pct_of_peak"]].mean()
+    p = p[p["pipe"].isin(p.loc[p["inst_executed"] > 0, "pipe"])]
+    if p.empty:
+        return _empty("no pipe executed any instruction in the long variant")
+    pct = p["pct_of_peak"].map(lambda v: "" if pd.isna(v) else f" ({v:.1f}%)")
+    p["cell"] = p["inst_executed"].map(_fmt) + pct
+    wide = p.pivot(index=["case", "params"], columns="pipe", values="cell").fillna("")
+    return _table(wide.rename_axis(columns=None).reset_index())
+
+
+def _crossval(cv: pd.DataFrame) -> str:
+    """Verdict counts, then every check with its note."""
+    counts = cv["verdict"].value_counts()
+    order = [v for v in VERDICTS if v in counts] + [v for v in counts.index if v not in VERDICTS]
+    line = " &middot; ".join(f"{html.escape(str(v))}: <b>{counts[v]}</b>" for v in order)
+    cols = ["case", "params", "check", "clock64_value", "counter_value", "rel_err", "tolerance", "verdict", "note"]
+    return f"<p>{line}</p>" + _table(cv[cols].sort_values(["case", "params", "check"]))
+
+
+def _sass_checks(checks: pd.DataFrame) -> str:
+    """One table of SASS expectations per arch."""
+    cols = ["case", "params", "variant", "kernel", "opcode", "expect", "count", "verdict"]
+    return "".join(
+        f"<h4>{html.escape(str(arch))}</h4>" + _table(g[cols].sort_values(["case", "params", "variant"]))
+        for arch, g in checks.groupby("arch")
+    )
+
+
+def _sass_per_op(sass: pd.DataFrame, cases: pd.DataFrame | None) -> str:
+    """Which SASS each case's PTX becomes: opcodes issued at least half as often as the op, at ILP 1."""
+    s = _long(sass)
+    s = s[s["params"].map(lambda p: _param(p, "ilp", 1) == 1) & (s["ops"] > 0)]
+    if s.empty:
+        return _empty("no long-variant rows at ilp 1")
+    first = s.groupby(["arch", "case"])["params"].transform("min")
+    s = s[(s["params"] == first) & (s["count"] >= 0.5 * s["ops"])].sort_values("count", ascending=False)
+    s = s.drop_duplicates(["arch", "case", "opcode"])
+    s = s.assign(term=s["opcode"] + " x" + (s["count"] / s["ops"]).map(lambda r: f"{round(r, 2):g}"))
+    out = s.groupby(["arch", "case"], as_index=False)["term"].agg(", ".join).rename(columns={"term": "sass_per_op"})
+    if cases is not None and not cases.empty:
+        out = out.merge(cases[[c for c in ("case", "ptx", "pipe") if c in cases.columns]], on="case", how="left")
+    return _table(out.sort_values(["arch", "case"]))
+
+
+def render_category(
+    out: Path,
+    category: str,
+    title: str,
+    tables: dict[str, pd.DataFrame],
+    skipped: dict[str, str],
+    provenance: dict[str, str],
+    reference: pd.DataFrame,
+) -> None:
+    """Write one category's report page."""
+
+    def part(name: str, render: Callable[[pd.DataFrame], str]) -> str:
+        why = _missing(name, tables, skipped)
+        return _empty(why) if why else render(tables[name])
+
+    sass = (
+        "<h3>Expected opcodes</h3>"
+        + part("sass_checks", _sass_checks)
+        + "<h3>SASS per PTX op (long variant, ilp 1)</h3>"
+        + part("sass", lambda s: _sass_per_op(s, tables.get("cases")))
+    )
+    body = "".join(
+        [
+            _header(title, category, provenance, skipped),
+            _section("Latency and throughput", part("raw", lambda r: _measurements(r, reference))),
+            _section("ILP curve", part("raw", _ilp_chart)),
+            _section("Stall reasons", part("stalls", _stalls)),
+            _section("Pipe counts", part("pipes", _pipes)),
+            _section("Cross-validation", part("crossval", _crossval)),
+            _section("SASS (static)", sass),
+        ]
+    )
+    write_text(out, _page(f"{title} ({category})", body))
+
+
+def render_index(out: Path, gpu: str, pages: list[dict[str, object]], provenance: dict[str, str]) -> None:
+    """Write the index page linking every category page."""
+    rows = []
+    for page in pages:
+        verdicts = cast(dict[str, int], page.get("verdicts") or {})
+        skipped = cast(dict[str, str], page.get("skipped") or {})
+        link = f'<a href="{html.escape(str(page["href"]), quote=True)}">{html.escape(str(page["category"]))}</a>'
+        rows.append(
+            {"category": link, "title": page.get("title", "")}
+            | {v: int(verdicts.get(v, 0)) for v in VERDICTS}
+            | {"skipped": "; ".join(f"{s}: {r}" for s, r in skipped.items())}
+        )
+    cols = ["category", "title", *VERDICTS, "skipped"]
+    title = f"smdissect — {gpu}"
+    table = _table(pd.DataFrame(rows, columns=cols), raw=("category",)) if rows else _empty("no category pages")
+    body = f"<h1>{html.escape(title)}</h1>{_deftable(provenance)}{_section('Categories', table)}"
+    write_text(out, _page(title, body))

@@ -1,0 +1,144 @@
+"""The Parquet tables: each schema defined once here, every table with provenance, atomic writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .errors import SmdissectError
+
+# Who measured what, on which card and toolchain: on every row of every table.
+PROVENANCE = [
+    ("gpu", pa.string()),
+    ("gpu_uuid", pa.string()),
+    ("arch", pa.string()),
+    ("driver", pa.string()),
+    ("cuda", pa.string()),
+    ("run_id", pa.string()),
+    ("category", pa.string()),
+    ("case", pa.string()),
+    ("params", pa.string()),  # canonical JSON, sorted keys
+]
+# SM clock (NVML) just before and after the GPU job that made the row.
+CLOCKS = [("sm_clock_before_mhz", pa.float64()), ("sm_clock_after_mhz", pa.float64())]
+KERNEL = [("family", pa.string()), ("variant", pa.string()), ("kernel", pa.string())]
+
+SCHEMAS: dict[str, pa.Schema] = {
+    "sass": pa.schema(PROVENANCE + KERNEL + [("ops", pa.int64()), ("opcode", pa.string()), ("count", pa.int64())]),
+    "sass_checks": pa.schema(
+        PROVENANCE
+        + KERNEL
+        + [("opcode", pa.string()), ("expect", pa.string()), ("count", pa.int64()), ("verdict", pa.string())]
+    ),
+    "raw": pa.schema(
+        PROVENANCE
+        + CLOCKS
+        + [
+            ("family", pa.string()),
+            ("metric", pa.string()),
+            ("unit", pa.string()),
+            ("repeat", pa.int64()),
+            ("value", pa.float64()),
+            ("cycles", pa.float64()),
+            ("iterations", pa.int64()),
+            ("clock_mhz", pa.float64()),
+            ("smid", pa.int64()),
+        ]
+    ),
+    "ncu": pa.schema(
+        PROVENANCE + CLOCKS + KERNEL + [("metric", pa.string()), ("unit", pa.string()), ("value", pa.float64())]
+    ),
+    "stalls": pa.schema(
+        PROVENANCE + CLOCKS + KERNEL + [("reason", pa.string()), ("value", pa.float64()), ("share", pa.float64())]
+    ),
+    "pipes": pa.schema(
+        PROVENANCE
+        + CLOCKS
+        + KERNEL
+        + [("pipe", pa.string()), ("inst_executed", pa.float64()), ("pct_of_peak", pa.float64())]
+    ),
+    # clock64_value: the pipeline's own side (clock64 timing, or what the manifest expects);
+    # counter_value: the independent side (an ncu counter, or cuobjdump's count).
+    "crossval": pa.schema(
+        PROVENANCE
+        + [
+            ("check", pa.string()),
+            ("clock64_value", pa.float64()),
+            ("counter_value", pa.float64()),
+            ("rel_err", pa.float64()),
+            ("tolerance", pa.float64()),
+            ("verdict", pa.string()),
+            ("note", pa.string()),
+        ]
+    ),
+}
+
+VERDICTS = ("agree", "disagree", "not-applicable")
+
+
+def canonical_params(params: dict[str, Any]) -> str:
+    """The one spelling of a parameter point: JSON with sorted keys and no spaces."""
+    return json.dumps(params, sort_keys=True, separators=(",", ":"))
+
+
+def frame(kind: str, rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """Rows as a DataFrame with exactly the columns of table `kind`, in schema order."""
+    return pd.DataFrame(rows, columns=SCHEMAS[kind].names)
+
+
+@contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[str]:
+    """Yield a temp file beside `path`; it replaces `path` only if the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; results are as readable as any other output
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def write(kind: str, df: pd.DataFrame, path: str | os.PathLike[str]) -> None:
+    """Write table `kind` atomically: a failed job never leaves a half-written table."""
+    schema = SCHEMAS[kind]
+    missing = [n for n in schema.names if n not in df.columns]
+    if missing:
+        raise SmdissectError(f"table {kind} lacks columns {missing}: a bug in the stage that made it")
+    table = pa.Table.from_pandas(df[schema.names], schema=schema, preserve_index=False)
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp)
+
+
+def read(kind: str, paths: list[str] | list[Path] | str | Path) -> pd.DataFrame:
+    """Read one or more files of table `kind` into one DataFrame; a corrupt file is a one-line error."""
+    paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    frames = []
+    for p in paths:
+        try:
+            frames.append(pq.read_table(p, schema=SCHEMAS[kind]).to_pandas())
+        except (OSError, pa.ArrowException) as err:
+            raise SmdissectError(f"{p} is not a readable {kind} table ({err}): delete it and re-run") from err
+    if not frames:
+        return frame(kind, [])
+    return pd.concat(frames, ignore_index=True)
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write a text file atomically, like the tables."""
+    with atomic_path(path) as tmp:
+        Path(tmp).write_text(text)
