@@ -57,6 +57,6 @@ def test_ncu_counts_the_ffma_chain(binaries: dict[str, Path], gpu: device.Gpu, t
     report = tmp_path / "ffma.ncu-rep"
     metrics = [*ncu.BASE, ncu.pipe_metric("fma")]
     ncu.profile("ncu", metrics, report, [str(binaries["float"]), "--case", "ffma", "--repeats", "1"])
-    rows = [r for r in parse.metric_rows(report) if r["variant"] == "long"]
+    rows = [r for r in parse.metric_rows(report, gpu.chip) if r["variant"] == "long"]
     fma = next(r["value"] for r in rows if r["metric"] == ncu.pipe_metric("fma"))
     assert abs(fma - 512 * 256) / (512 * 256) < 0.01

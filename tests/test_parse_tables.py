@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import FIXTURES
-from smdissect import parse, tables
+from smdissect import device, ncu, parse, run, tables
 from smdissect.errors import SmdissectError
 
 REPORTS = sorted((FIXTURES / "h200").glob("*.ncu-rep"))
@@ -16,7 +16,7 @@ REPORTS = sorted((FIXTURES / "h200").glob("*.ncu-rep"))
 @pytest.fixture(scope="module")
 def metrics() -> pd.DataFrame:
     assert REPORTS, "no .ncu-rep fixture committed"
-    return pd.DataFrame([row for r in REPORTS for row in parse.metric_rows(r)])
+    return pd.DataFrame([row for r in REPORTS for row in parse.metric_rows(r, "gh100")])
 
 
 def test_every_profiled_kernel_maps_to_its_case(metrics: pd.DataFrame) -> None:
@@ -25,8 +25,14 @@ def test_every_profiled_kernel_maps_to_its_case(metrics: pd.DataFrame) -> None:
     assert (metrics.kernel == "chain_kernel").all(), "a kernel outside an 'smd:' range was kept"
 
 
+def test_units_come_from_the_chip_catalogue(metrics: pd.DataFrame) -> None:
+    units = metrics.drop_duplicates("metric").set_index("metric").unit
+    assert units["sm__cycles_active.max"] == "cycle" and units["smsp__inst_executed.sum"] == "inst"
+    assert units["sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active"] == "%"
+
+
 def test_ffma_pipe_count_matches_the_chain(metrics: pd.DataFrame) -> None:
-    ffma = metrics[(metrics.case == "ffma") & (metrics.variant == "long") & (metrics.params.str.contains('"ilp":1,'))]
+    ffma = metrics[(metrics.case == "ffma") & (metrics.variant == "long") & (metrics.params == '{"ilp":1,"warps":1}')]
     value = ffma.set_index("metric").value
     expected = 512 * 256  # chain length x outer iterations, one warp
     assert abs(value["sm__inst_executed_pipe_fma.sum"] - expected) / expected < 0.01
@@ -37,7 +43,7 @@ def test_stall_shares_and_dominant_reason(metrics: pd.DataFrame) -> None:
     stalls = parse.stalls(metrics)
     sums = stalls.groupby(["case", "params", "variant"]).share.sum()
     assert ((sums - 1).abs() < 1e-9).all()
-    ffma = stalls[(stalls.case == "ffma") & stalls.params.str.contains('"ilp":1,') & (stalls.variant == "long")]
+    ffma = stalls[(stalls.case == "ffma") & (stalls.params == '{"ilp":1,"warps":1}') & (stalls.variant == "long")]
     assert ffma.sort_values("value").reason.iloc[-1] == "wait"
 
 
@@ -51,14 +57,14 @@ def test_truncated_report_is_one_line(tmp_path: Path) -> None:
     broken = tmp_path / "broken.ncu-rep"
     broken.write_bytes(REPORTS[0].read_bytes()[: REPORTS[0].stat().st_size // 3])
     with pytest.raises(SmdissectError, match="truncated or corrupt") as err:
-        parse.metric_rows(broken)
+        parse.metric_rows(broken, "gh100")
     assert "\n" not in str(err.value)
 
 
 def test_empty_report_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "empty.ncu-rep").write_bytes(b"")
     with pytest.raises(SmdissectError, match="missing or empty"):
-        parse.metric_rows(tmp_path / "empty.ncu-rep")
+        parse.metric_rows(tmp_path / "empty.ncu-rep", "gh100")
 
 
 def test_failed_write_leaves_no_table(tmp_path: Path) -> None:
@@ -85,3 +91,38 @@ def test_every_schema_carries_provenance() -> None:
 
 def test_canonical_params_sorted_and_compact() -> None:
     assert tables.canonical_params({"warps": 4, "ilp": 2}) == '{"ilp":2,"warps":4}'
+
+
+def test_counter_permission_errors_name_the_fix(tmp_path: Path) -> None:
+    restricted = tmp_path / "params"
+    restricted.write_text("ResmanDebugLevel: 4294967295\nRmProfilingAdminOnly: 1\n")
+    reason = device.counters_permitted(restricted, euid=1000)
+    assert reason and "ERR_NVGPUCTRPERM" in reason and "NVreg_RestrictProfilingToAdminUsers=0" in reason
+    assert device.counters_permitted(restricted, euid=0) is None
+    restricted.write_text("RmProfilingAdminOnly: 0\n")
+    assert device.counters_permitted(restricted, euid=1000) is None
+    ncu_output = (
+        "==PROF== Connected to process 4242 (/tmp/float)\n"
+        "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters "
+        "on the target device 0. For instructions on enabling permissions and to get more information see "
+        "https://developer.nvidia.com/ERR_NVGPUCTRPERM\n"
+    )
+    line = ncu.error_line(ncu_output)
+    assert "\n" not in line and "NVreg_RestrictProfilingToAdminUsers=0" in line
+
+
+def test_metric_lists_are_chosen_per_chip() -> None:
+    hopper, blackwell = ncu.metrics("gh100"), ncu.metrics("gb203")
+    assert "sm__inst_executed_pipe_fp64.sum" in hopper and "sm__inst_executed_pipe_fp64.sum" in blackwell
+    assert any("aluheavy" in m for m in blackwell) and not any("aluheavy" in m for m in hopper)
+    assert ncu.stall_metric("wait") in hopper and ncu.stall_metric("short_scoreboard") in blackwell
+
+
+def test_binary_records_become_one_row_per_sample() -> None:
+    records = run.parse_records((FIXTURES / "h200" / "latency-sfu.jsonl").read_text())
+    assert {r["case"] for r in records} == {"mufu_rcp", "mufu_ex2"}
+    base = {"gpu": "NVIDIA H200", "family": "sfu", "category": "latency"}
+    df = tables.frame("raw", run.sample_rows(records, base))
+    assert len(df) == sum(len(r["samples"]) for r in records) and df.repeat.max() == 8
+    latency = df[(df.case == "mufu_rcp") & (df.metric == "latency")]
+    assert latency.params.iloc[0] == '{"ilp":1,"warps":1}' and latency.value.max() - latency.value.min() < 1.0

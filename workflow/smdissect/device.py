@@ -12,6 +12,10 @@ from .errors import SmdissectError
 # Compute capabilities with an arch-specific ('a') target: their full feature set needs it.
 ARCH_SPECIFIC = {(9, 0), (10, 0), (10, 1), (10, 3), (11, 0), (12, 0), (12, 1)}
 NVIDIA_PARAMS = Path("/proc/driver/nvidia/params")
+COUNTERS_FIX = (
+    "run as root, or load the driver with NVreg_RestrictProfilingToAdminUsers=0 "
+    "(see developer.nvidia.com/ERR_NVGPUCTRPERM)"
+)
 
 
 @dataclass(frozen=True)
@@ -108,8 +112,5 @@ def counters_permitted(params: Path = NVIDIA_PARAMS, euid: int | None = None) ->
     if euid == 0 or not params.exists():
         return None
     if re.search(r"^RmProfilingAdminOnly:\s*1\s*$", params.read_text(), flags=re.MULTILINE):
-        return (
-            "GPU performance counters are restricted to admins (ERR_NVGPUCTRPERM): run as root, or load the "
-            "driver with NVreg_RestrictProfilingToAdminUsers=0 (see developer.nvidia.com/ERR_NVGPUCTRPERM)"
-        )
+        return f"GPU performance counters are restricted to admins (ERR_NVGPUCTRPERM): {COUNTERS_FIX}"
     return None

@@ -9,6 +9,7 @@ import sys
 from functools import cache
 from pathlib import Path
 
+from .device import COUNTERS_FIX
 from .errors import SmdissectError
 
 METRICS_DIR = Path(__file__).parent / "metrics"
@@ -24,24 +25,41 @@ STALL = re.compile(r"^smsp__average_warps_issue_stalled_([a-z0-9_]+)_per_issue_a
 NVTX_FILTER = "regex:^smd:/"  # the harness's one push/pop range per timed launch
 
 
+def catalogue(text: str) -> dict[str, str]:
+    """Metric name -> unit, from the table `ncu --query-metrics` prints."""
+    out = {}
+    for line in text.splitlines():
+        if re.match(r"^[A-Za-z][\w.]*__\w", line):
+            fields = re.split(r"\s{2,}", line.strip())  # name, type, unit (may be blank), description
+            out[fields[0]] = fields[2] if len(fields) >= 4 else ""
+    return out
+
+
 @cache
-def available(chip: str, ncu: str = "ncu") -> frozenset[str]:
-    """Base metric names of `chip`: the packaged list, else `ncu --query-metrics --chip`."""
+def available(chip: str, ncu: str = "ncu") -> dict[str, str]:
+    """Base metrics of `chip` with their units: the packaged query output, else `ncu --query-metrics --chip`."""
     packaged = METRICS_DIR / f"{chip}.txt.gz"
     if packaged.exists():
-        return frozenset(gzip.decompress(packaged.read_bytes()).decode().split())
+        return catalogue(gzip.decompress(packaged.read_bytes()).decode())
     proc = subprocess.run([ncu, "--query-metrics", "--chip", chip], capture_output=True, text=True)
     if proc.returncode != 0:
         raise SmdissectError(f"ncu --query-metrics --chip {chip} failed: {error_line(proc.stdout + proc.stderr)}")
-    return frozenset(m.group(0) for m in re.finditer(r"^[A-Za-z][\w.]*__\w+", proc.stdout, flags=re.MULTILINE))
+    return catalogue(proc.stdout)
 
 
-def pipes(names: frozenset[str]) -> list[str]:
+def unit(chip: str, metric: str, ncu: str = "ncu") -> str:
+    """The unit of a collected metric (`base.sum`, `base.ratio`, `base.avg.pct_of_peak_...`) on `chip`."""
+    if ".pct_of_peak" in metric:
+        return "%"
+    return available(chip, ncu).get(metric.split(".")[0], "")
+
+
+def pipes(names: dict[str, str]) -> list[str]:
     """Instruction pipes this chip counts (alu, fma, fmaheavy, xu, ...)."""
     return sorted(m.group(1) for n in names if (m := PIPE.match(n)))
 
 
-def stall_reasons(names: frozenset[str]) -> list[str]:
+def stall_reasons(names: dict[str, str]) -> list[str]:
     """Warp stall reasons this chip reports (wait, short_scoreboard, math_pipe_throttle, ...)."""
     return sorted(m.group(1) for n in names if (m := STALL.match(n)))
 
@@ -80,10 +98,7 @@ def command(ncu: str, metric_list: list[str], report: Path, target: list[str]) -
 def error_line(output: str) -> str:
     """The one line that says why ncu failed, with the fix where it is known."""
     if "ERR_NVGPUCTRPERM" in output:
-        return (
-            "ncu was refused the GPU performance counters (ERR_NVGPUCTRPERM): run as root, or load the driver "
-            "with NVreg_RestrictProfilingToAdminUsers=0 (see developer.nvidia.com/ERR_NVGPUCTRPERM)"
-        )
+        return f"ncu was refused the GPU performance counters (ERR_NVGPUCTRPERM): {COUNTERS_FIX}"
     if "No kernels were profiled" in output:
         return "ncu profiled no kernel: the binary made no launch inside an 'smd:' NVTX range"
     errors = [ln.strip() for ln in output.splitlines() if "==ERROR==" in ln]

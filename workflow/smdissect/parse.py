@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from .errors import SmdissectError
-from .ncu import PIPE, STALL
+from .ncu import PIPE, STALL, unit
 from .tables import canonical_params
 
 RANGE = re.compile(r"^smd:(?P<case>[a-z0-9_]+):(?P<params>\{.*\}):(?P<variant>[a-z0-9_]+)$")
@@ -63,8 +63,10 @@ def nvtx_key(action: Any) -> dict[str, str] | None:
     return None
 
 
-def metric_rows(report: Path) -> list[dict[str, Any]]:
-    """One row per (profiled kernel, metric): case, params, variant, kernel, metric, unit, value."""
+def metric_rows(report: Path, chip: str) -> list[dict[str, Any]]:
+    """One row per (profiled kernel, metric): case, params, variant, kernel, metric, unit, value.
+
+    Units come from the chip's metric catalogue: IMetric.unit() crashes ncu 2025.3.1's bundled module."""
     ctx = load(report)
     rows = []
     for r in range(ctx.num_ranges()):
@@ -75,10 +77,11 @@ def metric_rows(report: Path) -> list[dict[str, Any]]:
             if key is None:
                 continue
             for name in action.metric_names():
-                metric = action.metric_by_name(name)
-                value = metric.as_double()
+                value = action.metric_by_name(name).as_double()
                 if name.startswith(("sm__", "smsp__")) and not math.isnan(value):
-                    rows.append(key | {"kernel": action.name(), "metric": name, "unit": metric.unit(), "value": value})
+                    rows.append(
+                        key | {"kernel": action.name(), "metric": name, "unit": unit(chip, name), "value": value}
+                    )
     if not rows:
         raise SmdissectError(f"{report} holds no kernel inside an 'smd:' NVTX range: re-run its profile job")
     return rows

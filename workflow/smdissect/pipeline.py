@@ -74,7 +74,7 @@ def profile(
     after = device.sm_clock_mhz(gpu.uuid)
     version = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1:]
     info = run.provenance(gpu, arch, cuda, cases[0].category) | {
-        "family": cases[0].family, "sm_clock_before_mhz": before, "sm_clock_after_mhz": after,
+        "family": cases[0].family, "chip": gpu.chip, "sm_clock_before_mhz": before, "sm_clock_after_mhz": after,
         "ncu": version[0] if version else "", "command": " ".join(ncu.command(exe, metric_list, report, target)),
     }  # fmt: skip
     tables.write_text(meta, json.dumps(info, indent=1))
@@ -83,7 +83,7 @@ def profile(
 def parse_report(report: Path, meta: Path, out_ncu: Path, out_stalls: Path, out_pipes: Path) -> None:
     """Long metrics, stall reasons and pipe counts of one report, each row with the profile job's provenance."""
     info = json.loads(meta.read_text())
-    long = pd.DataFrame(parse.metric_rows(report))
+    long = pd.DataFrame(parse.metric_rows(report, info["chip"]))
     for key in tables.SCHEMAS["ncu"].names:
         if key in info and key not in long.columns:
             long[key] = info[key]

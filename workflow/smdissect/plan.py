@@ -18,7 +18,6 @@ STATIC = "static"  # results/static/ and reports/static/: what needs no GPU
 class Plan:
     """Everything the Snakefile needs to lay out the DAG."""
 
-    root: Path
     settings: dict[str, Any]
     nvcc_version: str
     families: dict[str, list[str]]
@@ -58,7 +57,7 @@ def make(raw_config: dict[str, Any], root: Path) -> Plan:
     for arch in settings["static_archs"] + ([settings["arch"]] if settings["arch"] != "auto" else []):
         if arch.rstrip("af") not in known:
             raise SmdissectError(f"arch {arch} is unknown to nvcc {nvcc_version} (known: {', '.join(known)})")
-    plan = Plan(root, settings, nvcc_version, families, list(settings["static_archs"]))
+    plan = Plan(settings, nvcc_version, families, list(settings["static_archs"]))
     gpu = device.query(settings["device"])
     if isinstance(gpu, str):
         plan.skipped = {stage: f"no GPU: {gpu}" for stage in GPU_STAGES}

@@ -142,8 +142,8 @@ def _paper(summary: pd.DataFrame, raw: pd.DataFrame, reference: pd.DataFrame) ->
     return summary
 
 
-def _measurements(raw: pd.DataFrame, reference: pd.DataFrame) -> str:
-    """Median, spread and sample count per (case, params, metric, unit)."""
+def _medians(raw: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
+    """Median, spread and sample count per (case, params, metric, unit), with the paper's figure."""
     keys = ["case", "params", "metric", "unit"]
     summary = (
         raw.groupby(keys, dropna=False)
@@ -158,7 +158,29 @@ def _measurements(raw: pd.DataFrame, reference: pd.DataFrame) -> str:
     )
     if "paper_ref" in raw.columns:
         summary = _paper(summary, raw, reference)
-    return _table(summary.sort_values(["case", "metric", "params"]))
+    return summary.sort_values(["case", "metric", "params"])
+
+
+def _overview(raw: pd.DataFrame, reference: pd.DataFrame) -> str:
+    """One row per case: its dependent latency and the best throughput of its sweep."""
+    medians = _medians(raw, reference)
+    rows = []
+    for case, group in medians.groupby("case"):
+        latency = group[group["metric"] == "latency"]
+        best = group[group["metric"] == "throughput"].sort_values("median").tail(1)
+        row = {"case": case}
+        if len(latency):
+            lat = latency.iloc[0]
+            row |= {"latency (cycle)": lat["median"], "spread": lat["spread"], "paper": lat.get("paper", "")}
+        if len(best):
+            row |= {"peak throughput (warp_inst/cycle/SM)": best.iloc[0]["median"], "at": best.iloc[0]["params"]}
+        rows.append(row)
+    return _table(pd.DataFrame(rows).fillna(""))
+
+
+def _measurements(raw: pd.DataFrame, reference: pd.DataFrame) -> str:
+    """Every measured point: median, spread and sample count."""
+    return _table(_medians(raw, reference))
 
 
 def _ilp_chart(raw: pd.DataFrame) -> str:
@@ -283,8 +305,9 @@ def render_category(
     body = "".join(
         [
             _header(title, category, provenance, skipped),
-            _section("Latency and throughput", part("raw", lambda r: _measurements(r, reference))),
+            _section("Summary", part("raw", lambda r: _overview(r, reference))),
             _section("ILP curve", part("raw", _ilp_chart)),
+            _section("Latency and throughput, every point", part("raw", lambda r: _measurements(r, reference))),
             _section("Stall reasons", part("stalls", _stalls)),
             _section("Pipe counts", part("pipes", _pipes)),
             _section("Cross-validation", part("crossval", _crossval)),

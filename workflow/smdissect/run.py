@@ -31,10 +31,36 @@ def execute(binary: Path, cases: list[Case], repeats: int, device: int) -> list[
             reason = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
             failures.append(f"{case.id}: {reason}")
             continue
-        records += [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+        records += parse_records(proc.stdout)
     if failures:
         raise SmdissectError(f"{binary.name}: cases failed: {'; '.join(failures)}")
     return records
+
+
+def parse_records(stdout: str) -> list[dict[str, Any]]:
+    """The protocol's JSON-lines records in a binary's output."""
+    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+
+
+def sample_rows(records: list[dict[str, Any]], base: dict[str, Any]) -> list[dict[str, Any]]:
+    """One raw-table row per sample of every record, each with the job's provenance `base`."""
+    return [
+        base
+        | {
+            "case": rec["case"],
+            "params": canonical_params(rec["params"]),
+            "metric": rec["metric"],
+            "unit": rec["unit"],
+            "repeat": i,
+            "value": sample,
+            "cycles": rec["cycles"],
+            "iterations": rec["iterations"],
+            "clock_mhz": rec["clock_mhz"],
+            "smid": rec["smid"],
+        }
+        for rec in records
+        for i, sample in enumerate(rec["samples"])
+    ]
 
 
 def run_id(gpu: Gpu) -> str:
@@ -65,21 +91,4 @@ def measure(binary: Path, cases: list[Case], gpu: Gpu, arch: str, cuda: str, rep
         "sm_clock_before_mhz": before,
         "sm_clock_after_mhz": after,
     }
-    rows = [
-        base
-        | {
-            "case": rec["case"],
-            "params": canonical_params(rec["params"]),
-            "metric": rec["metric"],
-            "unit": rec["unit"],
-            "repeat": i,
-            "value": sample,
-            "cycles": rec["cycles"],
-            "iterations": rec["iterations"],
-            "clock_mhz": rec["clock_mhz"],
-            "smid": rec["smid"],
-        }
-        for rec in records
-        for i, sample in enumerate(rec["samples"])
-    ]
-    write("raw", frame("raw", rows), out)
+    write("raw", frame("raw", sample_rows(records, base)), out)
