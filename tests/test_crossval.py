@@ -1,0 +1,81 @@
+"""The committed H200 run (reports/h200/): its numbers meet the foundation's bar, and crossval reproduces it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import ROOT
+from smdissect import catalog, crossval, pipeline, tables
+
+RUN = ROOT / "reports" / "h200" / "tables"
+GPU_DIR = RUN / "sm_90a" / "latency"
+
+
+def read(kind: str, folder: Path = GPU_DIR) -> pd.DataFrame:
+    paths = sorted(folder.rglob(f"{kind}.parquet"))
+    assert paths, f"no committed {kind} table under {folder}"
+    return tables.read(kind, paths)
+
+
+def test_ffma_latency_is_four_cycles_with_sub_cycle_spread() -> None:
+    raw = read("raw")
+    latency = raw[raw.metric == "latency"]
+    ffma = latency[latency.case == "ffma"].value
+    assert 3.75 <= ffma.median() <= 4.25
+    spread = latency.groupby("case").value.agg(lambda s: s.max() - s.min())
+    assert (spread < 1.0).all(), spread[spread >= 1.0]
+    assert set(latency.case) == {c.id for c in catalog.load(ROOT / "kernels", "latency")}
+
+
+def test_ffma_pipe_counter_matches_the_chain_within_one_percent() -> None:
+    cv = read("crossval", GPU_DIR.parent)
+    pipe = cv[(cv.case == "ffma") & cv.check.str.contains("sm__inst_executed_pipe_fma.sum")]
+    assert len(pipe) == 12 and (pipe.rel_err <= 0.01).all() and (pipe.verdict == "agree").all()
+
+
+def test_every_case_has_verdicts_and_every_disagree_an_explanation() -> None:
+    cv = read("crossval", GPU_DIR.parent)
+    assert set(cv.verdict) <= set(tables.VERDICTS)
+    assert set(cv.case) == {c.id for c in catalog.load(ROOT / "kernels", "latency")}
+    unexplained = cv[(cv.verdict == "disagree") & (cv.note.fillna("").str.len() == 0)]
+    assert unexplained.empty, unexplained
+    not_applicable = cv[cv.verdict == "not-applicable"]
+    assert (not_applicable.note.str.len() > 0).all()
+
+
+def test_every_gpu_row_carries_provenance() -> None:
+    for kind in ("raw", "ncu", "stalls", "pipes"):
+        df = read(kind)
+        assert (df.gpu == "NVIDIA H200").all() and df.gpu_uuid.str.startswith("GPU-").all(), kind
+        assert df.driver.str.len().gt(0).all() and df.sm_clock_after_mhz.gt(0).all(), kind
+
+
+def test_crossval_reproduces_the_committed_verdicts(built: dict) -> None:
+    cases = catalog.load(ROOT / "kernels", "latency")
+    listings = [p.with_suffix(".json") for (arch, cat, _), p in built.items() if arch == "sm_90a" and cat == "latency"]
+    rows = crossval.crossval(cases, read("raw"), read("ncu"), read("stalls"), read("sass_checks", RUN / "static"
+                             / "sm_90a"), pipeline.kernel_ops(listings))  # fmt: skip
+    ours = {(r["case"], r["params"], r["check"]): r["verdict"] for r in rows}
+    committed = read("crossval", GPU_DIR.parent)
+    theirs = dict(
+        zip(zip(committed.case, committed.params, committed.check, strict=True), committed.verdict, strict=True)
+    )
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("page", ["index.html", "latency.html"])
+def test_committed_reports_open_offline(page: str) -> None:
+    html = (ROOT / "reports" / "h200" / page).read_text()
+    assert "<script src=" not in html and "<link " not in html
+    assert "NVIDIA H200" in html
+
+
+def test_run_says_how_it_was_produced() -> None:
+    run = (ROOT / "reports" / "h200" / "RUN.md").read_text()
+    for needed in (".ci/device-run", "snakemake --cores all", "580.", "MHz", "2026-"):
+        assert needed in run, needed
+    command = json.loads((GPU_DIR / "float" / "profile.json").read_text())["command"]
+    assert "--clock-control none" in command and "--nvtx-include regex:^smd:/" in command
