@@ -6,8 +6,14 @@ from pathlib import Path
 ROOT = Path(workflow.basedir)
 sys.path.insert(0, str(ROOT / "workflow"))
 
+from smdissect import config as smd_config
 from smdissect import plan as smd_plan
 from smdissect.errors import SmdissectError
+
+try:
+    smd_config.check_yaml(ROOT / "config" / "config.yaml")
+except SmdissectError as err:
+    sys.exit(f"smdissect: {err}")
 
 
 configfile: "config/config.yaml"

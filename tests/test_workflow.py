@@ -98,3 +98,19 @@ def test_bad_input_is_one_line_before_any_work(workdir: Path, config: list[str],
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("smdissect:")]
     assert lines and lines[-1].startswith(message), proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
+
+
+def test_category_target_and_malformed_yaml(tmp_path: Path) -> None:
+    for part in PARTS:
+        src = ROOT / part
+        (shutil.copytree if src.is_dir() else shutil.copy2)(src, tmp_path / part)
+    target = snakemake(tmp_path, "--dry-run", "latency")
+    assert target.returncode == 0 and "reports/static/latency.html" in target.stdout
+    (tmp_path / "config" / "config.yaml").write_text("arch: [auto\nrepeats: 9\n")
+    proc = snakemake(tmp_path, "--dry-run")
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert (
+        proc.stderr.strip()
+        .splitlines()[-1]
+        .endswith("is not valid YAML at line 2, column 8: expected ',' or ']', but got ':'")
+    )

@@ -22,3 +22,14 @@ def validate(config: dict[str, Any], schema_path: Path) -> dict[str, Any]:
         where = "".join(f".{p}" if isinstance(p, str) else f"[{p}]" for p in error.absolute_path)
         raise SmdissectError(f"config{where}: {error.message} (fix config/config.yaml or --config)")
     return filled
+
+
+def check_yaml(path: Path) -> None:
+    """Fail with one line (file, line, column, problem) if `path` is not valid YAML."""
+    try:
+        yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise SmdissectError(f"{path} is not valid YAML{where}: {problem}") from err
