@@ -22,14 +22,17 @@ def snakemake(workdir: Path, *args: str):
     return run_cli(sys.executable, "-m", "snakemake", "--cores", "2", *args, cwd=workdir)
 
 
-@pytest.fixture(scope="module")
-def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def copy_workflow(dest: Path) -> Path:
     """A copy of the workflow, so runs here never touch the checkout's results."""
-    work = tmp_path_factory.mktemp("wf")
     for part in PARTS:
         src = ROOT / part
-        (shutil.copytree if src.is_dir() else shutil.copy2)(src, work / part)
-    return work
+        (shutil.copytree if src.is_dir() else shutil.copy2)(src, dest / part)
+    return dest
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return copy_workflow(tmp_path_factory.mktemp("wf"))
 
 
 def test_lint_and_dry_run(workdir: Path) -> None:
@@ -101,9 +104,7 @@ def test_bad_input_is_one_line_before_any_work(workdir: Path, config: list[str],
 
 
 def test_category_target_and_malformed_yaml(tmp_path: Path) -> None:
-    for part in PARTS:
-        src = ROOT / part
-        (shutil.copytree if src.is_dir() else shutil.copy2)(src, tmp_path / part)
+    copy_workflow(tmp_path)
     target = snakemake(tmp_path, "--dry-run", "latency")
     assert target.returncode == 0 and "reports/static/latency.html" in target.stdout
     (tmp_path / "config" / "config.yaml").write_text("arch: [auto\nrepeats: 9\n")
