@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -129,8 +130,9 @@ def categories(kernels: Path) -> list[str]:
     return sorted(p.parent.name for p in kernels.glob("*/cases.yaml"))
 
 
-def load(kernels: Path, category: str) -> list[Case]:
-    """The validated cases of one category; a bad manifest is a one-line error naming the entry."""
+@cache
+def manifest(kernels: Path, category: str) -> dict[str, Any]:
+    """A category's cases.yaml, validated against MANIFEST_SCHEMA; a bad one is a one-line error."""
     path = kernels / category / "cases.yaml"
     if not path.exists():
         known = ", ".join(categories(kernels)) or "none"
@@ -145,7 +147,13 @@ def load(kernels: Path, category: str) -> list[Case]:
         raise SmdissectError(f"{path}: {where}: {error.message}")
     if data["category"] != category:
         raise SmdissectError(f"{path}: category is '{data['category']}', expected the folder name '{category}'")
-    cases = [_case(category, entry) for entry in data["cases"]]
+    return data
+
+
+def load(kernels: Path, category: str) -> list[Case]:
+    """The cases of one category, each checked for a unique id and an existing source."""
+    path = kernels / category / "cases.yaml"
+    cases = [_case(category, entry) for entry in manifest(kernels, category)["cases"]]
     ids = [c.id for c in cases]
     duplicated = sorted({i for i in ids if ids.count(i) > 1})
     if duplicated:
@@ -187,5 +195,4 @@ def families(cases: list[Case]) -> dict[str, list[Case]]:
 
 def title(kernels: Path, category: str) -> str:
     """The manifest's one-line title of a category."""
-    load(kernels, category)  # validates
-    return yaml.safe_load((kernels / category / "cases.yaml").read_text())["title"]
+    return manifest(kernels, category)["title"]

@@ -21,8 +21,8 @@ STAGES: dict[str, tuple[str, ...]] = {
     "stalls": ("profile", "parse"),
     "pipes": ("profile", "parse"),
     "crossval": ("crossval",),
-    "sass": ("sass", "parse"),
-    "sass_checks": ("sass", "parse"),
+    "sass": ("sass",),
+    "sass_checks": ("sass",),
 }
 
 CSS = """
