@@ -87,7 +87,6 @@ def parse_report(report: Path, meta: Path, out_ncu: Path, out_stalls: Path, out_
     for key in tables.SCHEMAS["ncu"].names:
         if key in info and key not in long.columns:
             long[key] = info[key]
-    long["family"] = info["family"]
     tables.write("ncu", long, out_ncu)
     tables.write("stalls", parse.stalls(long), out_stalls)
     tables.write("pipes", parse.pipes(long), out_pipes)

@@ -161,9 +161,8 @@ def _medians(raw: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
     return summary.sort_values(["case", "metric", "params"])
 
 
-def _overview(raw: pd.DataFrame, reference: pd.DataFrame) -> str:
+def _overview(medians: pd.DataFrame) -> str:
     """One row per case: its dependent latency and the best throughput of its sweep."""
-    medians = _medians(raw, reference)
     rows = []
     for case, group in medians.groupby("case"):
         latency = group[group["metric"] == "latency"]
@@ -176,11 +175,6 @@ def _overview(raw: pd.DataFrame, reference: pd.DataFrame) -> str:
             row |= {"peak throughput (warp_inst/cycle/SM)": best.iloc[0]["median"], "at": best.iloc[0]["params"]}
         rows.append(row)
     return _table(pd.DataFrame(rows).fillna(""))
-
-
-def _measurements(raw: pd.DataFrame, reference: pd.DataFrame) -> str:
-    """Every measured point: median, spread and sample count."""
-    return _table(_medians(raw, reference))
 
 
 def _ilp_chart(raw: pd.DataFrame) -> str:
@@ -302,12 +296,13 @@ def render_category(
         + "<h3>SASS per PTX op (long variant, ilp 1)</h3>"
         + part("sass", lambda s: _sass_per_op(s, tables.get("cases")))
     )
+    medians = None if _missing("raw", tables, skipped) else _medians(tables["raw"], reference)  # computed once
     body = "".join(
         [
             _header(title, category, provenance, skipped),
-            _section("Summary", part("raw", lambda r: _overview(r, reference))),
+            _section("Summary", part("raw", lambda _: _overview(medians))),
             _section("ILP curve", part("raw", _ilp_chart)),
-            _section("Latency and throughput, every point", part("raw", lambda r: _measurements(r, reference))),
+            _section("Latency and throughput, every point", part("raw", lambda _: _table(medians))),
             _section("Stall reasons", part("stalls", _stalls)),
             _section("Pipe counts", part("pipes", _pipes)),
             _section("Cross-validation", part("crossval", _crossval)),
