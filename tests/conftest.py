@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -49,6 +51,23 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str, str]
     with ThreadPoolExecutor(2) as pool:
         list(pool.map(compile_one, jobs))
     return jobs
+
+
+@pytest.fixture(scope="session")
+def compiled(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str, str], Path]:
+    """Compile one (arch, category, family) on first use, with its listing beside it."""
+    out = tmp_path_factory.mktemp("family")
+
+    @cache
+    def compile_one(arch: str, category: str, family: str) -> Path:
+        binary = out / arch / category / family
+        flags = FLAGS + catalog.family_flags(ROOT / "kernels", category, family)
+        build.compile_family("nvcc", ROOT / "kernels" / category / f"{family}.cu", binary, arch,
+                             ROOT / "kernels" / "common", flags)  # fmt: skip
+        build.write_listing(binary, binary.with_suffix(".json"))
+        return binary
+
+    return compile_one
 
 
 def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:

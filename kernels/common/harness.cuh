@@ -126,6 +126,8 @@ struct Record {
   long long iterations = 0;
   double clock_mhz = 0;    // SM clock during the timed region (clock64 ticks per globaltimer us)
   int smid = -1;
+  std::string variant;     // the NVTX variant whose ncu counters `expect` describes
+  std::vector<std::pair<std::string, double>> expect;  // ncu metric -> value the launch must show
 };
 
 inline void emit(const Record& r) {
@@ -135,7 +137,15 @@ inline void emit(const Record& r) {
     << r.metric << "\",\"unit\":\"" << r.unit << "\",\"value\":" << median(r.samples)
     << ",\"samples\":" << json_list(r.samples) << ",\"cycles\":" << r.cycles
     << ",\"iterations\":" << r.iterations << ",\"clock_mhz\":" << r.clock_mhz
-    << ",\"smid\":" << r.smid << "}\n";
+    << ",\"smid\":" << r.smid;
+  if (!r.variant.empty()) o << ",\"variant\":\"" << r.variant << "\"";
+  if (!r.expect.empty()) {
+    o << ",\"expect\":{";
+    for (size_t i = 0; i < r.expect.size(); ++i)
+      o << (i ? "," : "") << '"' << r.expect[i].first << "\":" << r.expect[i].second;
+    o << '}';
+  }
+  o << "}\n";
   std::fputs(o.str().c_str(), stdout);
   std::fflush(stdout);
 }
@@ -220,6 +230,79 @@ inline void select_device(int device) {
   if (device < 0 || device >= n)
     fail("--device " + std::to_string(device) + " out of range: " + std::to_string(n) + " GPU(s) present", 2);
   SMD_CHECK(cudaSetDevice(device));
+}
+
+// A swept parameter of the current point; its absence is a one-line error.
+inline long param(const std::map<std::string, long>& point, const std::string& key) {
+  auto it = point.find(key);
+  if (it == point.end()) fail("missing --param " + key + "=...", 2);
+  return it->second;
+}
+
+// Elapsed milliseconds of whatever `launch` enqueues on the default stream (CUDA events).
+template <class F>
+double time_ms(F&& launch) {
+  cudaEvent_t a, b;
+  SMD_CHECK(cudaEventCreate(&a));
+  SMD_CHECK(cudaEventCreate(&b));
+  SMD_CHECK(cudaEventRecord(a));
+  launch();
+  SMD_CHECK(cudaGetLastError());
+  SMD_CHECK(cudaEventRecord(b));
+  SMD_CHECK(cudaEventSynchronize(b));
+  float ms = 0;
+  SMD_CHECK(cudaEventElapsedTime(&ms, a, b));
+  SMD_CHECK(cudaEventDestroy(a));
+  SMD_CHECK(cudaEventDestroy(b));
+  return ms;
+}
+
+// One kernel as --list describes it to the SASS stage (symbol as cuobjdump demangles it).
+struct KernelInfo {
+  std::map<std::string, long> params;
+  std::string variant;
+  long ops = 0;
+  long iterations = 0;
+  std::string symbol;
+};
+
+// A case of a generic family: its kernels (no GPU needed) and how to measure one sweep point.
+struct FamilyCase {
+  const char* id;
+  std::vector<KernelInfo> (*list)();
+  void (*run)(const std::string& id, const std::map<std::string, long>& point, int repeats);
+};
+
+inline void print_listing(const char* id, const std::vector<KernelInfo>& kernels) {
+  std::string s = std::string("{\"case\":\"") + id + "\",\"kernels\":[";
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const auto& k = kernels[i];
+    s += (i ? ",{" : "{") + std::string("\"params\":") + params_json(k.params) + ",\"variant\":\"" + k.variant +
+         "\",\"ops\":" + std::to_string(k.ops) + ",\"iterations\":" + std::to_string(k.iterations) +
+         ",\"symbol\":\"" + k.symbol + "\"}";
+  }
+  std::printf("%s]}\n", s.c_str());
+}
+
+// main() of a generic family: --list describes every case's kernels; otherwise run the named cases
+// over the sweep, after selecting the device and warming it up.
+inline int family_main(int argc, char** argv, std::initializer_list<FamilyCase> cases) {
+  Args args = parse_args(argc, argv);
+  if (args.list) {
+    for (const auto& c : cases) print_listing(c.id, c.list());
+    return 0;
+  }
+  if (args.cases.empty()) fail("no --case given (see --list)", 2);
+  select_device(args.device);
+  warm_up();
+  for (const auto& id : args.cases) {
+    const FamilyCase* found = nullptr;
+    for (const auto& c : cases)
+      if (id == c.id) found = &c;
+    if (!found) fail("unknown case '" + id + "' (see --list)", 2);
+    for (const auto& point : sweep(args.params)) found->run(id, point, args.repeats);
+  }
+  return 0;
 }
 
 }  // namespace smd

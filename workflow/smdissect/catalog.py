@@ -15,10 +15,18 @@ import yaml
 from .errors import SmdissectError
 
 # Arch features a case may require, with the SM versions that have them.
+BLACKWELL = {100, 101, 103, 110, 120, 121}
 FEATURES: dict[str, set[int]] = {
     "wgmma": {90},
-    "tma": {90, 100, 101, 103, 110, 120, 121},
-    "fp4": {100, 101, 103, 110, 120, 121},
+    "setmaxnreg": {90} | BLACKWELL,
+    "cluster": {90} | BLACKWELL,
+    "tma": {90} | BLACKWELL,
+    "fp4": BLACKWELL,
+    "cvt_narrow": BLACKWELL,  # cvt to e2m1x2 / e2m3x2 / e3m2x2 / ue8m0x2
+    "mma_block_scale": {120, 121},  # mma.sync .kind::mxf8f6f4 / mxf4 / mxf4nvf4 with scale factors
+    "f8f6f4": {120, 121},  # mma.sync .kind::f8f6f4
+    "tcgen05": {100, 101, 103, 110},
+    "clc": {100, 101, 103, 110, 120, 121},  # cluster launch control
 }
 
 MANIFEST_SCHEMA: dict[str, Any] = {
