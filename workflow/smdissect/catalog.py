@@ -36,6 +36,21 @@ MANIFEST_SCHEMA: dict[str, Any] = {
     "properties": {
         "category": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
         "title": {"type": "string"},
+        "metrics": {"type": "array", "items": {"type": "string", "pattern": "^[a-z0-9_]+__[a-z0-9_.]+$"}},
+        "families": {
+            "type": "object",
+            "propertyNames": {"pattern": "^[a-z][a-z0-9_]*$"},
+            "additionalProperties": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "flags": {"type": "array", "items": {"type": "string", "pattern": "^-[A-Za-z0-9_=.,+-]+$"}},
+                    "link": {"type": "array", "items": {"enum": ["cuda", "nvidia-ml", "cublas"]}},
+                    "timeout": {"type": "integer", "minimum": 1, "maximum": 3600},
+                    "profile": {"type": "boolean"},
+                },
+            },
+        },
         "cases": {
             "type": "array",
             "minItems": 1,
@@ -46,8 +61,10 @@ MANIFEST_SCHEMA: dict[str, Any] = {
                 "properties": {
                     "id": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
                     "source": {"type": "string", "pattern": "^[a-z][a-z0-9_]*\\.cu$"},
+                    "kind": {"enum": ["chain", "timed"]},
                     "ptx": {"type": "string"},
-                    "measures": {"type": "array", "items": {"enum": ["latency", "throughput"]}, "minItems": 1},
+                    "measures": {"type": "array", "items": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
+                                 "minItems": 1},
                     "sweep": {
                         "type": "object",
                         "additionalProperties": {"type": "array", "items": {"type": "integer"}, "minItems": 1},
@@ -76,6 +93,7 @@ MANIFEST_SCHEMA: dict[str, Any] = {
                     },
                     "pipe": {"type": "string", "pattern": "^[a-z0-9_]+(\\+[a-z0-9_]+)*$"},
                     "stall": {"type": "string", "pattern": "^[a-z_]+$"},
+                    "tolerance": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
                     "paper": {"type": "string"},
                     "explain": {"type": "object", "additionalProperties": {"type": "string"}},
                 },
@@ -97,10 +115,12 @@ class Case:
     sweep: dict[str, list[int]]
     sass_expect: dict[str, list[str]]
     sass_forbid: tuple[str, ...] = ()
+    kind: str = "chain"
     min_sm: int = 0
     features: tuple[str, ...] = ()
     pipe: str | None = None
     stall: str | None = None
+    tolerance: float = 0.05
     paper: str | None = None
     explain: dict[str, str] = field(default_factory=dict)
 
@@ -179,6 +199,7 @@ def _case(category: str, entry: dict[str, Any]) -> Case:
         category=category,
         id=entry["id"],
         source=entry["source"],
+        kind=entry.get("kind", "chain"),
         ptx=entry["ptx"],
         measures=tuple(entry["measures"]),
         sweep=entry["sweep"],
@@ -188,6 +209,7 @@ def _case(category: str, entry: dict[str, Any]) -> Case:
         features=tuple(requires.get("features", ())),
         pipe=entry.get("pipe"),
         stall=entry.get("stall"),
+        tolerance=entry.get("tolerance", 0.05),
         paper=entry.get("paper"),
         explain=entry.get("explain", {}),
     )
@@ -204,3 +226,20 @@ def families(cases: list[Case]) -> dict[str, list[Case]]:
 def title(kernels: Path, category: str) -> str:
     """The manifest's one-line title of a category."""
     return manifest(kernels, category)["title"]
+
+
+def family_settings(kernels: Path, category: str, family: str) -> dict[str, Any]:
+    """A family's manifest settings with defaults: nvcc flags, libraries, timeout (s), profiled or not."""
+    given = manifest(kernels, category).get("families", {}).get(family, {})
+    return {"flags": [], "link": [], "timeout": 600, "profile": True} | given
+
+
+def family_flags(kernels: Path, category: str, family: str) -> list[str]:
+    """The nvcc flags a family adds to the configured ones: its own, then -l for each library it links."""
+    settings = family_settings(kernels, category, family)
+    return list(settings["flags"]) + [f"-l{lib}" for lib in settings["link"]]
+
+
+def metrics(kernels: Path, category: str) -> list[str]:
+    """The extra ncu metrics a category's manifest asks for."""
+    return list(manifest(kernels, category).get("metrics", []))
