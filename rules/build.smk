@@ -9,7 +9,7 @@ rule build:
     params:
         nvcc=S["nvcc"],
         toolchain=PLAN.nvcc_version,
-        flags=" ".join(S["nvcc_flags"]),
+        flags=lambda wildcards: PLAN.flags(wildcards.category, wildcards.family),
     log:
         "logs/build/{arch}/{category}/{family}.log",
     shell:

@@ -2,11 +2,13 @@
 import json
 
 
-def family_files(pattern):
-    """One path per family of the category, from a pattern with {gpu}, {arch}, {category}, {family}."""
+def family_files(pattern, profiled=False):
+    """One path per family (or per profiled family) of the category, from a pattern with {gpu}, {arch},
+    {category}, {family}."""
 
     def paths(wildcards):
-        return expand(pattern, family=PLAN.families[wildcards.category], allow_missing=True, **wildcards)
+        fams = (PLAN.profiled if profiled else PLAN.families)[wildcards.category]
+        return expand(pattern, family=fams, allow_missing=True, **wildcards)
 
     return paths
 
@@ -21,7 +23,9 @@ def report_inputs(wildcards):
     }
     if PLAN.gpu:
         gpu_dir = f"results/{wildcards.gpu}/{PLAN.run_arch}/{wildcards.category}"
-        for t in ("raw", "ncu", "stalls", "pipes"):
+        for t in ("raw", "status"):
             inputs[t] = expand(f"{gpu_dir}/{{family}}/{t}.parquet", family=fams)
+        for t in ("ncu", "stalls", "pipes"):
+            inputs[t] = expand(f"{gpu_dir}/{{family}}/{t}.parquet", family=PLAN.profiled[wildcards.category])
         inputs["crossval"] = [f"{gpu_dir}/crossval.parquet"]
     return inputs

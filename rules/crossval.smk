@@ -2,8 +2,8 @@
 rule crossval:
     input:
         raw=family_files("results/{gpu}/{arch}/{category}/{family}/raw.parquet"),
-        ncu=family_files("results/{gpu}/{arch}/{category}/{family}/ncu.parquet"),
-        stalls=family_files("results/{gpu}/{arch}/{category}/{family}/stalls.parquet"),
+        ncu=family_files("results/{gpu}/{arch}/{category}/{family}/ncu.parquet", profiled=True),
+        stalls=family_files("results/{gpu}/{arch}/{category}/{family}/stalls.parquet", profiled=True),
         sass_checks=family_files("results/static/{arch}/{category}/{family}/sass_checks.parquet"),
         listings=family_files("build/{arch}/{category}/{family}.json"),
         manifest="kernels/{category}/cases.yaml",

@@ -11,7 +11,7 @@ rule report:
         provenance=json.dumps(PLAN.provenance()),
         tables=lambda wildcards, input: " ".join(
             f"--{t.replace('_', '-')} {' '.join(input[t])}"
-            for t in ("raw", "ncu", "stalls", "pipes", "crossval", "sass", "sass_checks")
+            for t in ("raw", "status", "ncu", "stalls", "pipes", "crossval", "sass", "sass_checks")
             if t in input.keys()
         ),
     log:

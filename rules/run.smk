@@ -4,7 +4,8 @@ rule run:
         binary="build/{arch}/{category}/{family}",
         manifest="kernels/{category}/cases.yaml",
     output:
-        "results/{gpu}/{arch}/{category}/{family}/raw.parquet",
+        raw="results/{gpu}/{arch}/{category}/{family}/raw.parquet",
+        status="results/{gpu}/{arch}/{category}/{family}/status.parquet",
     params:
         device=S["device"],
         repeats=S["repeats"],
@@ -15,5 +16,5 @@ rule run:
         "logs/run/{gpu}/{arch}/{category}/{family}.log",
     shell:
         "python3 -m smdissect run --binary {input.binary} --arch {wildcards.arch} --cuda {params.toolchain}"
-        " --out {output} --kernels kernels --category {wildcards.category} --family {wildcards.family}"
+        " --out {output.raw} --out-status {output.status} --kernels kernels --category {wildcards.category} --family {wildcards.family}"
         " --repeats {params.repeats} --device {params.device} 2> {log} || (cat {log} >&2; exit 1)"

@@ -112,10 +112,20 @@ def test_counter_permission_errors_name_the_fix(tmp_path: Path) -> None:
 
 
 def test_metric_lists_are_chosen_per_chip() -> None:
-    hopper, blackwell = ncu.metrics("gh100"), ncu.metrics("gb203")
+    (hopper, _), (blackwell, _) = ncu.metrics("gh100"), ncu.metrics("gb203")
     assert "sm__inst_executed_pipe_fp64.sum" in hopper and "sm__inst_executed_pipe_fp64.sum" in blackwell
     assert any("aluheavy" in m for m in blackwell) and not any("aluheavy" in m for m in hopper)
     assert ncu.stall_metric("wait") in hopper and ncu.stall_metric("short_scoreboard") in blackwell
+
+
+def test_category_metrics_are_kept_where_the_chip_has_them() -> None:
+    wanted = ["dram__bytes_read.sum", "sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__no_such_counter.sum"]
+    hopper, dropped = ncu.metrics("gh100", extra=wanted)
+    assert "dram__bytes_read.sum" in hopper and "sm__inst_executed_pipe_tensor_op_hmma.sum" in hopper
+    assert dropped == ["sm__no_such_counter.sum"]
+    blackwell, dropped = ncu.metrics("gb203", extra=wanted)
+    assert "sm__inst_executed_pipe_tensor_op_hmma.sum" in dropped and "dram__bytes_op_read.sum" in blackwell
+    assert ncu.canonical("dram__bytes_op_read.sum") == "dram__bytes_read.sum"
 
 
 def test_binary_records_become_one_row_per_sample() -> None:

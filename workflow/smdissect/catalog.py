@@ -63,9 +63,16 @@ MANIFEST_SCHEMA: dict[str, Any] = {
                     "source": {"type": "string", "pattern": "^[a-z][a-z0-9_]*\\.cu$"},
                     "kind": {"enum": ["chain", "timed"]},
                     "ptx": {"type": "string"},
-                    "measures": {"type": "array", "items": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
-                                 "minItems": 1},
+                    "measures": {
+                        "type": "array",
+                        "items": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
+                        "minItems": 1,
+                    },
                     "sweep": {
+                        "type": "object",
+                        "additionalProperties": {"type": "array", "items": {"type": "integer"}, "minItems": 1},
+                    },
+                    "profile_sweep": {
                         "type": "object",
                         "additionalProperties": {"type": "array", "items": {"type": "integer"}, "minItems": 1},
                     },
@@ -116,6 +123,7 @@ class Case:
     sass_expect: dict[str, list[str]]
     sass_forbid: tuple[str, ...] = ()
     kind: str = "chain"
+    profile_sweep: dict[str, list[int]] | None = None
     min_sm: int = 0
     features: tuple[str, ...] = ()
     pipe: str | None = None
@@ -133,6 +141,10 @@ class Case:
         """The sweep's cross product, as parameter dicts in a stable order."""
         keys = sorted(self.sweep)
         return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(self.sweep[k] for k in keys))]
+
+    def profiled_sweep(self) -> dict[str, list[int]]:
+        """The sweep the ncu run uses: `profile_sweep` over the full sweep's axes, else the full sweep."""
+        return self.sweep | (self.profile_sweep or {})
 
     def unsupported(self, arch: str) -> str | None:
         """Why this case cannot run on `arch`, or None when it can."""
@@ -200,6 +212,7 @@ def _case(category: str, entry: dict[str, Any]) -> Case:
         id=entry["id"],
         source=entry["source"],
         kind=entry.get("kind", "chain"),
+        profile_sweep=entry.get("profile_sweep"),
         ptx=entry["ptx"],
         measures=tuple(entry["measures"]),
         sweep=entry["sweep"],

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
+import sys
 from pathlib import Path
 
-from . import build, pipeline, run
+from . import build, catalog, pipeline, run
 from .errors import SmdissectError, exit_on_error
 
 
@@ -17,10 +18,9 @@ def _family(args: argparse.Namespace) -> list:
 
 def cmd_build(args: argparse.Namespace) -> None:
     """Compile a family for one arch and save its kernel listing."""
-    build.compile_family(
-        args.nvcc, Path(args.source), Path(args.binary), args.arch, Path(args.include), args.flags.split()
-    )
-    build.write_listing(Path(args.binary), Path(args.listing))
+    binary = Path(args.binary)
+    build.compile_family(args.nvcc, Path(args.source), binary, args.arch, Path(args.include), args.flags.split())
+    build.write_listing(binary, Path(args.listing))
 
 
 def cmd_sass(args: argparse.Namespace) -> None:
@@ -32,15 +32,25 @@ def cmd_sass(args: argparse.Namespace) -> None:
 def cmd_run(args: argparse.Namespace) -> None:
     """Time a family's cases on the GPU into raw.parquet."""
     gpu = pipeline.gpu_here(args.device)
-    run.measure(Path(args.binary), _family(args), gpu, args.arch, args.cuda, args.repeats, Path(args.out))
+    timeout = catalog.family_settings(Path(args.kernels), args.category, args.family)["timeout"]
+    run.measure(Path(args.binary), _family(args), gpu, args.arch, args.cuda, args.repeats, timeout, Path(args.out),
+                Path(args.out_status), pipeline.ROOT)  # fmt: skip
 
 
 def cmd_exec(args: argparse.Namespace) -> None:
-    """Launch every case of a family once (what ncu profiles)."""
+    """Launch every case the arch supports once over its profile sweep (what ncu profiles); a failed case is
+    reported on stderr and skipped, so the others are still profiled."""
+    ran = 0
     for case in _family(args):
-        proc = subprocess.run(run.invocation(Path(args.binary), case, 1, args.device), capture_output=True, text=True)
+        if case.unsupported(args.arch):
+            continue
+        argv = run.invocation(Path(args.binary), case, 1, args.device, case.profiled_sweep())
+        proc = subprocess.run(argv, capture_output=True, text=True)
         if proc.returncode != 0:
-            raise SmdissectError(f"{case.id}: {(proc.stderr.strip().splitlines() or ['failed'])[-1]}")
+            print(f"smdissect: {case.id} failed under ncu: {run.failure(proc)}", file=sys.stderr)
+        ran += proc.returncode == 0
+    if not ran:
+        raise SmdissectError(f"{args.family}: no case ran under ncu (see the run stage's status table)")
 
 
 def cmd_profile(args: argparse.Namespace) -> None:
@@ -65,7 +75,7 @@ def cmd_crossval(args: argparse.Namespace) -> None:
 
 def cmd_report(args: argparse.Namespace) -> None:
     """Write a category's HTML page."""
-    kinds = ("raw", "ncu", "stalls", "pipes", "crossval", "sass", "sass_checks")
+    kinds = ("raw", "status", "ncu", "stalls", "pipes", "crossval", "sass", "sass_checks")
     inputs = {k: [Path(p) for p in getattr(args, k)] for k in kinds}
     pipeline.report_page(Path(args.kernels), args.category, inputs, json.loads(args.skipped), Path(args.out),
                          json.loads(args.provenance))  # fmt: skip
@@ -85,16 +95,17 @@ def parser() -> argparse.ArgumentParser:
     spec = {
         cmd_build: ["source", "binary", "listing", "arch", "include", "nvcc", "flags"],
         cmd_sass: ["binary", "listing", "arch", "cuda", "out_sass", "out_checks", "kernels", "category", "family"],
-        cmd_run: ["binary", "arch", "cuda", "out", "kernels", "category", "family", ("repeats", {"type": int}),
-                  ("device", {"type": int})],
-        cmd_exec: ["binary", "kernels", "category", "family", ("device", {"type": int})],
+        cmd_run: ["binary", "arch", "cuda", "out", "out_status", "kernels", "category", "family",
+                  ("repeats", {"type": int}), ("device", {"type": int})],
+        cmd_exec: ["binary", "kernels", "category", "family", "arch", ("device", {"type": int})],
         cmd_profile: ["binary", "arch", "cuda", "ncu", "report", "meta", "kernels", "category", "family",
                       ("device", {"type": int})],
         cmd_parse: ["report", "meta", "out_ncu", "out_stalls", "out_pipes"],
         cmd_crossval: ["kernels", "category", "out", *((k, many) for k in ("raw", "ncu", "stalls", "sass_checks",
                                                                             "listings"))],
         cmd_report: ["kernels", "category", "out", "skipped", "provenance",
-                     *((k, many) for k in ("raw", "ncu", "stalls", "pipes", "crossval", "sass", "sass_checks"))],
+                     *((k, many) for k in ("raw", "status", "ncu", "stalls", "pipes", "crossval", "sass",
+                                                  "sass_checks"))],
         cmd_index: ["kernels", "gpu", "out", "skipped", "provenance", ("categories", many), ("crossval", many)],
     }  # fmt: skip
     for func, options in spec.items():

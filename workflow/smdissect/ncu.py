@@ -20,9 +20,13 @@ BASE = [
     "smsp__inst_executed.sum",
     "smsp__average_warp_latency_per_inst_issued.ratio",
 ]
+# The same counter under another name on some chips: canonical (gh100) name -> other spellings. Profiles ask
+# for the chip's spelling; parsed tables always hold the canonical one.
+ALIASES = {"dram__bytes_read": ("dram__bytes_op_read",), "dram__bytes_write": ("dram__bytes_op_write",)}
 PIPE = re.compile(r"^sm__inst_executed_pipe_([a-z0-9]+(?:_type_fp16)?)$")
 STALL = re.compile(r"^smsp__average_warps_issue_stalled_([a-z0-9_]+)_per_issue_active$")
 NVTX_FILTER = "regex:^smd:/"  # the harness's one push/pop range per timed launch
+REPLAY_SLOWDOWN = 3  # a profiled family may take this many times its run timeout (replay passes)
 
 
 def catalogue(text: str) -> dict[str, str]:
@@ -74,13 +78,34 @@ def stall_metric(reason: str) -> str:
     return f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio"
 
 
-def metrics(chip: str, ncu: str = "ncu") -> list[str]:
-    """The category's metric list for `chip`: cycles, instructions, every pipe and every stall reason."""
+def metrics(chip: str, ncu: str = "ncu", extra: list[str] | None = None) -> tuple[list[str], list[str]]:
+    """(metrics to collect on `chip`, extra ones the chip lacks): cycles, instructions, every pipe, every stall
+    reason, and the category's `extra` metrics where the chip has them."""
     names = available(chip, ncu)
     out = list(BASE)
     for pipe in pipes(names):
         out += [pipe_metric(pipe), f"sm__inst_executed_pipe_{pipe}.avg.pct_of_peak_sustained_active"]
-    return out + [stall_metric(r) for r in stall_reasons(names)]
+    out += [stall_metric(r) for r in stall_reasons(names)]
+    wanted = [(m, spelled(m, names)) for m in extra or [] if m not in out]
+    return out + [s for _, s in wanted if s], [m for m, s in wanted if not s]
+
+
+def spelled(metric: str, names: dict[str, str]) -> str | None:
+    """`metric` as the chip with metric catalogue `names` spells it (its own name or an alias), or None."""
+    base, _, rollup = metric.partition(".")
+    for candidate in (base, *ALIASES.get(base, ())):
+        if candidate in names:
+            return f"{candidate}.{rollup}" if rollup else candidate
+    return None
+
+
+def canonical(metric: str) -> str:
+    """The canonical name of a collected metric (an alias mapped back)."""
+    base, dot, rollup = metric.partition(".")
+    for name, others in ALIASES.items():
+        if base in others:
+            return name + dot + rollup
+    return metric
 
 
 def command(ncu: str, metric_list: list[str], report: Path, target: list[str]) -> list[str]:
@@ -105,10 +130,15 @@ def error_line(output: str) -> str:
     return errors[0] if errors else (output.strip().splitlines() or ["no output"])[-1]
 
 
-def profile(ncu: str, metric_list: list[str], report: Path, target: list[str]) -> None:
-    """Profile `target` into `report` (.ncu-rep); any failure is one line."""
+def profile(ncu: str, metric_list: list[str], report: Path, target: list[str], timeout: int) -> None:
+    """Profile `target` into `report` (.ncu-rep); any failure, a hang past `timeout` s included, is one line."""
     report.parent.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(command(ncu, metric_list, report, target), capture_output=True, text=True)
+    try:
+        proc = subprocess.run(command(ncu, metric_list, report, target), capture_output=True, text=True,
+                              timeout=timeout)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        raise SmdissectError(f"profiling {report.name} was killed after {timeout} s: raise the family's "
+                             "timeout in cases.yaml or trim its profile_sweep") from None  # fmt: skip
     output = proc.stdout + proc.stderr
     if proc.returncode != 0 or "==ERROR==" in output or not report.exists():
         raise SmdissectError(f"profiling {report.name} failed: {error_line(output)}")

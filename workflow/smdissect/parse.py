@@ -13,9 +13,12 @@ from typing import Any
 import pandas as pd
 
 from .errors import SmdissectError
-from .ncu import PIPE, STALL, unit
+from .ncu import PIPE, STALL, canonical, unit
 from .tables import canonical_params
 
+# Hardware units whose counters are kept (not device attributes or profiler bookkeeping).
+UNITS = ("sm__", "smsp__", "dram__", "lts__", "l1tex__", "gpu__", "gpc__", "tpc__", "idc__", "pcie__", "nvlrx__",
+         "nvltx__", "launch__")  # fmt: skip
 RANGE = re.compile(r"^smd:(?P<case>[a-z0-9_]+):(?P<params>\{.*\}):(?P<variant>[a-z0-9_]+)$")
 
 
@@ -76,11 +79,11 @@ def metric_rows(report: Path, chip: str) -> list[dict[str, Any]]:
             key = nvtx_key(action)
             if key is None:
                 continue
-            for name in action.metric_names():
+            for name in filter(lambda n: n.startswith(UNITS), action.metric_names()):
                 value = action.metric_by_name(name).as_double()
-                if name.startswith(("sm__", "smsp__")) and not math.isnan(value):
+                if not math.isnan(value):
                     rows.append(
-                        key | {"kernel": action.name(), "metric": name, "unit": unit(chip, name), "value": value}
+                        key | {"kernel": action.name(), "metric": canonical(name), "unit": unit(chip, name), "value": value}
                     )
     if not rows:
         raise SmdissectError(f"{report} holds no kernel inside an 'smd:' NVTX range: re-run its profile job")

@@ -14,6 +14,7 @@ from . import build, catalog, crossval, device, ncu, parse, run, sass, tables
 from .errors import SmdissectError
 
 REFERENCE = "reference/seed_sm120.csv"
+ROOT = Path(__file__).resolve().parents[2]  # the checkout: its git commit is every row's `commit`
 
 
 def family_cases(kernels: Path, category: str, family: str) -> list[catalog.Case]:
@@ -39,7 +40,8 @@ def sass_tables(
     by_id = {c.id: c for c in cases}
     counts = sass.opcodes(sass.dump(binary))
     base = {"gpu": "none", "gpu_uuid": "", "arch": arch, "driver": "", "cuda": cuda, "category": cases[0].category,
-            "run_id": f"static-{datetime.now(UTC):%Y%m%dT%H%M%SZ}", "family": cases[0].family}  # fmt: skip
+            "run_id": f"static-{datetime.now(UTC):%Y%m%dT%H%M%SZ}", "family": cases[0].family,
+            "commit": run.commit(ROOT)}  # fmt: skip
     rows, checks = [], []
     for entry in json.loads(listing.read_text()):
         case = by_id.get(entry["case"])
@@ -66,16 +68,18 @@ def profile(
     if reason:
         raise SmdissectError(reason)
     exe = build.find_tool(ncu_exe, "install Nsight Compute or set ncu: in config/config.yaml")
-    metric_list = ncu.metrics(gpu.chip, exe)
-    target = ncu.launcher(["exec", "--binary", str(binary), "--kernels", str(kernels), "--category",
-                           cases[0].category, "--family", cases[0].family, "--device", str(gpu.index)])  # fmt: skip
-    before = device.sm_clock_mhz(gpu.uuid)
-    ncu.profile(exe, metric_list, report, target)
-    after = device.sm_clock_mhz(gpu.uuid)
+    category, family = cases[0].category, cases[0].family
+    metric_list, dropped = ncu.metrics(gpu.chip, exe, catalog.metrics(kernels, category))
+    target = ncu.launcher(["exec", "--binary", str(binary), "--kernels", str(kernels), "--category", category,
+                           "--arch", arch, "--family", family, "--device", str(gpu.index)])  # fmt: skip
+    timeout = catalog.family_settings(kernels, category, family)["timeout"]
+    before = device.snapshot(gpu.uuid)
+    ncu.profile(exe, metric_list, report, target, timeout * ncu.REPLAY_SLOWDOWN)
+    after = device.snapshot(gpu.uuid)
     version = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1:]
-    info = run.provenance(gpu, arch, cuda, cases[0].category) | {
-        "family": cases[0].family, "chip": gpu.chip, "sm_clock_before_mhz": before, "sm_clock_after_mhz": after,
-        "ncu": version[0] if version else "", "command": " ".join(ncu.command(exe, metric_list, report, target)),
+    info = run.provenance(gpu, arch, cuda, category, ROOT) | run.gpu_state(before, after) | {
+        "family": family, "chip": gpu.chip, "ncu": version[0] if version else "", "metrics_dropped": dropped,
+        "command": " ".join(ncu.command(exe, metric_list, report, target)),
     }  # fmt: skip
     tables.write_text(meta, json.dumps(info, indent=1))
 
@@ -124,12 +128,16 @@ def report_page(
 
     cases = catalog.load(kernels, category)
     frames = {kind: tables.read(kind, paths) for kind, paths in inputs.items() if paths}
-    frames["cases"] = pd.DataFrame([{"case": c.id, "ptx": c.ptx, "pipe": c.pipe or ""} for c in cases])
+    frames["cases"] = pd.DataFrame(
+        [{"case": c.id, "ptx": c.ptx, "pipe": c.pipe or "", "kind": c.kind, "measures": ", ".join(c.measures)}
+         for c in cases]
+    )  # fmt: skip
     reference = pd.read_csv(kernels.parent / REFERENCE)
     if "raw" in frames:
-        paper = {c.id: c.paper for c in cases}  # the paper's figures are latencies
+        paper = {c.id: c.paper for c in cases}  # a case's paper figure is of its first measured metric
+        first = {c.id: c.measures[0] for c in cases}
         raw = frames["raw"]
-        raw["paper_ref"] = raw.case.map(paper).where(raw.metric == "latency")
+        raw["paper_ref"] = raw.case.map(paper).where(raw.metric == raw.case.map(first))
         first = frames["raw"].iloc[0]
         provenance = {k: str(first[k]) for k in ("gpu", "gpu_uuid", "arch", "driver", "cuda", "run_id")} | provenance
     title = catalog.title(kernels, category)

@@ -21,7 +21,9 @@ class Plan:
     settings: dict[str, Any]
     nvcc_version: str
     families: dict[str, list[str]]
+    profiled: dict[str, list[str]]
     static_archs: list[str]
+    root: Path
     gpu: device.Gpu | None = None
     run_arch: str | None = None
     skipped: dict[str, str] = field(default_factory=dict)
@@ -38,6 +40,10 @@ class Plan:
         """Every arch that is built and SASS-checked."""
         return sorted(set(self.static_archs) | ({self.run_arch} if self.run_arch else set()))
 
+    def flags(self, category: str, family: str) -> str:
+        """The nvcc flags of one family: the configured ones, then the family's own from its manifest."""
+        return " ".join(self.settings["nvcc_flags"] + catalog.family_flags(self.root / "kernels", category, family))
+
     def provenance(self) -> dict[str, str]:
         """Static facts for the reports (nothing that changes between two runs, so no needless reruns)."""
         facts = {"cuda": self.nvcc_version, "archs": ", ".join(self.archs)}
@@ -52,12 +58,13 @@ def make(raw_config: dict[str, Any], root: Path) -> Plan:
     settings = config.validate(raw_config, root / "config" / "schema.yaml")
     kernels = root / "kernels"
     families = {c: sorted(catalog.families(catalog.load(kernels, c))) for c in settings["categories"]}
+    profiled = {c: [f for f in fs if catalog.family_settings(kernels, c, f)["profile"]] for c, fs in families.items()}
     nvcc_version = build.nvcc_version(settings["nvcc"])
     known = build.known_archs(settings["nvcc"])
     for arch in settings["static_archs"] + ([settings["arch"]] if settings["arch"] != "auto" else []):
         if arch.rstrip("af") not in known:
             raise SmdissectError(f"arch {arch} is unknown to nvcc {nvcc_version} (known: {', '.join(known)})")
-    plan = Plan(settings, nvcc_version, families, list(settings["static_archs"]))
+    plan = Plan(settings, nvcc_version, families, profiled, list(settings["static_archs"]), root)
     gpu = device.query(settings["device"])
     if isinstance(gpu, str):
         plan.skipped = {stage: f"no GPU: {gpu}" for stage in GPU_STAGES}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import importlib
 import json
 import numbers
 from collections.abc import Callable
@@ -23,6 +24,7 @@ STAGES: dict[str, tuple[str, ...]] = {
     "crossval": ("crossval",),
     "sass": ("sass",),
     "sass_checks": ("sass",),
+    "status": ("run",),
 }
 
 CSS = """
@@ -62,7 +64,7 @@ def _cell(column: str, value: object, raw: bool = False) -> str:
     return f'<td class="num">{text}</td>' if num else f"<td>{text}</td>"
 
 
-def _table(df: pd.DataFrame, raw: tuple[str, ...] = ()) -> str:
+def table(df: pd.DataFrame, raw: tuple[str, ...] = ()) -> str:
     """A DataFrame as an HTML table, escaped except in the `raw` columns."""
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
     cols = [(str(c), c in raw) for c in df.columns]
@@ -77,12 +79,12 @@ def _deftable(pairs: dict[str, str]) -> str:
     return f'<table class="prov">{rows}</table>'
 
 
-def _svg(chart: alt.TopLevelMixin) -> str:
+def svg(chart: alt.TopLevelMixin) -> str:
     """A chart rendered to inline SVG."""
     return f'<div class="chart">{vlc.vegalite_to_svg(chart.to_json())}</div>'
 
 
-def _empty(text: str) -> str:
+def empty(text: str) -> str:
     """Why a section shows nothing."""
     return f'<p class="empty">{html.escape(text)}</p>'
 
@@ -101,7 +103,7 @@ def _page(title: str, body: str) -> str:
     return doc.encode("ascii", "xmlcharrefreplace").decode("ascii")
 
 
-def _param(params: object, key: str, default: object = None) -> object:
+def param(params: object, key: str, default: object = None) -> object:
     """One value of a canonical-JSON params string."""
     try:
         return json.loads(str(params)).get(key, default)
@@ -162,7 +164,20 @@ def _medians(raw: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
 
 
 def _overview(medians: pd.DataFrame) -> str:
-    """One row per case: its dependent latency and the best throughput of its sweep."""
+    """Chain cases: dependent latency and best throughput; other cases: each metric's range over the sweep."""
+    chain = medians["metric"].isin(["latency", "throughput"]) & medians["unit"].isin(["cycle", "warp_inst/cycle/SM"])
+    out = _chain_overview(medians[chain]) if chain.any() else ""
+    other = medians[~chain]
+    if len(other):
+        ranges = other.groupby(["case", "metric", "unit"], as_index=False).agg(
+            points=("median", "size"), min=("median", "min"), max=("median", "max"), worst_spread=("spread", "max")
+        )
+        out += "<h3>Other measurements (range of the medians over each sweep)</h3>" + table(ranges)
+    return out
+
+
+def _chain_overview(medians: pd.DataFrame) -> str:
+    """One row per chain case: its dependent latency and the best throughput of its sweep."""
     rows = []
     for case, group in medians.groupby("case"):
         latency = group[group["metric"] == "latency"]
@@ -174,17 +189,28 @@ def _overview(medians: pd.DataFrame) -> str:
         if len(best):
             row |= {"peak throughput (warp_inst/cycle/SM)": best.iloc[0]["median"], "at": best.iloc[0]["params"]}
         rows.append(row)
-    return _table(pd.DataFrame(rows).fillna(""))
+    return table(pd.DataFrame(rows).fillna(""))
+
+
+def _status(status: pd.DataFrame) -> str:
+    """Counts of measured / static / failed points, then every point that was not measured, with why."""
+    counts = status["status"].value_counts()
+    line = " &middot; ".join(f"{html.escape(str(k))}: <b>{v}</b>" for k, v in counts.items())
+    rest = status[status["status"] != "measured"]
+    listing = table(rest[["case", "params", "status", "reason"]].sort_values(["case", "params"])) if len(rest) else ""
+    flagged = status.loc[status["flag"].fillna("") != "", ["family", "flag"]].drop_duplicates()
+    warn = f'<div class="skipped"><h2>Flagged GPU jobs</h2>{table(flagged)}</div>' if len(flagged) else ""
+    return f"<p>{line}</p>{warn}{listing}"
 
 
 def _ilp_chart(raw: pd.DataFrame) -> str:
     """Median throughput against ILP, one line per case, one panel per warp count."""
     thr = raw[raw["metric"] == "throughput"].copy()
-    thr["ilp"] = pd.to_numeric(thr["params"].map(lambda p: _param(p, "ilp")), errors="coerce")
-    thr["warps"] = pd.to_numeric(thr["params"].map(lambda p: _param(p, "warps")), errors="coerce")
+    thr["ilp"] = pd.to_numeric(thr["params"].map(lambda p: param(p, "ilp")), errors="coerce")
+    thr["warps"] = pd.to_numeric(thr["params"].map(lambda p: param(p, "warps")), errors="coerce")
     thr = thr.dropna(subset=["ilp"])
     if thr.empty:
-        return _empty("no throughput rows with an ilp parameter")
+        return empty("no throughput rows with an ilp parameter")
     data = thr.groupby(["case", "warps", "ilp"], as_index=False, dropna=False)["value"].median().sort_values("warps")
     data["panel"] = data["warps"].map(lambda w: f"warps={_fmt(w) or 'any'}")
     unit = ", ".join(sorted(thr["unit"].dropna().astype(str).unique())) or "warp_inst/cycle/SM"
@@ -204,14 +230,14 @@ def _ilp_chart(raw: pd.DataFrame) -> str:
         .properties(width=260, height=220)
         .facet(column=alt.Column("panel:N", title=None, sort=list(data["panel"].unique())))
     )
-    return _svg(chart)
+    return svg(chart)
 
 
 def _stalls(stalls: pd.DataFrame) -> str:
     """Stacked stall reasons per (case, params) and the dominant reason of each."""
     st = _long(stalls).groupby(["case", "params", "reason"], as_index=False)[["value", "share"]].mean()
     if st.empty:
-        return _empty("no rows for the long variant")
+        return empty("no rows for the long variant")
     shown = st[st["reason"].isin(st.groupby("reason")["share"].max().loc[lambda s: s >= 0.01].index)].copy()
     shown["point"] = shown["case"] + " " + shown["params"]
     chart = (
@@ -226,7 +252,7 @@ def _stalls(stalls: pd.DataFrame) -> str:
         .properties(width=520)
     )
     top = st.sort_values("value", ascending=False).drop_duplicates(["case", "params"])
-    return _svg(chart) + "<h3>Dominant stall reason</h3>" + _table(top.sort_values(["case", "params"]))
+    return svg(chart) + "<h3>Dominant stall reason</h3>" + table(top.sort_values(["case", "params"]))
 
 
 def _pipes(pipes: pd.DataFrame) -> str:
@@ -234,11 +260,11 @@ def _pipes(pipes: pd.DataFrame) -> str:
     p = _long(pipes).groupby(["case", "params", "pipe"], as_index=False)[["inst_executed", "pct_of_peak"]].mean()
     p = p[p["pipe"].isin(p.loc[p["inst_executed"] > 0, "pipe"])]
     if p.empty:
-        return _empty("no pipe executed any instruction in the long variant")
+        return empty("no pipe executed any instruction in the long variant")
     pct = p["pct_of_peak"].map(lambda v: "" if pd.isna(v) else f" ({v:.1f}%)")
     p["cell"] = p["inst_executed"].map(_fmt) + pct
     wide = p.pivot(index=["case", "params"], columns="pipe", values="cell").fillna("")
-    return _table(wide.rename_axis(columns=None).reset_index())
+    return table(wide.rename_axis(columns=None).reset_index())
 
 
 def _crossval(cv: pd.DataFrame) -> str:
@@ -247,14 +273,14 @@ def _crossval(cv: pd.DataFrame) -> str:
     order = [v for v in VERDICTS if v in counts] + [v for v in counts.index if v not in VERDICTS]
     line = " &middot; ".join(f"{html.escape(str(v))}: <b>{counts[v]}</b>" for v in order)
     cols = ["case", "params", "check", "clock64_value", "counter_value", "rel_err", "tolerance", "verdict", "note"]
-    return f"<p>{line}</p>" + _table(cv[cols].sort_values(["case", "params", "check"]))
+    return f"<p>{line}</p>" + table(cv[cols].sort_values(["case", "params", "check"]))
 
 
 def _sass_checks(checks: pd.DataFrame) -> str:
     """One table of SASS expectations per arch."""
     cols = ["case", "params", "variant", "kernel", "opcode", "expect", "count", "verdict"]
     return "".join(
-        f"<h4>{html.escape(str(arch))}</h4>" + _table(g[cols].sort_values(["case", "params", "variant"]))
+        f"<h4>{html.escape(str(arch))}</h4>" + table(g[cols].sort_values(["case", "params", "variant"]))
         for arch, g in checks.groupby("arch")
     )
 
@@ -262,9 +288,9 @@ def _sass_checks(checks: pd.DataFrame) -> str:
 def _sass_per_op(sass: pd.DataFrame, cases: pd.DataFrame | None) -> str:
     """Which SASS each case's PTX becomes: opcodes issued at least half as often as the op, at ILP 1."""
     s = _long(sass)
-    s = s[s["params"].map(lambda p: _param(p, "ilp", 1) == 1) & (s["ops"] > 0)]
+    s = s[s["params"].map(lambda p: param(p, "ilp", 1) == 1) & (s["ops"] > 0)]
     if s.empty:
-        return _empty("no long-variant rows at ilp 1")
+        return empty("no long-variant rows at ilp 1")
     first = s.groupby(["arch", "case"])["params"].transform("min")
     s = s[(s["params"] == first) & (s["count"] >= 0.5 * s["ops"])].sort_values("count", ascending=False)
     s = s.drop_duplicates(["arch", "case", "opcode"])
@@ -272,7 +298,18 @@ def _sass_per_op(sass: pd.DataFrame, cases: pd.DataFrame | None) -> str:
     out = s.groupby(["arch", "case"], as_index=False)["term"].agg(", ".join).rename(columns={"term": "sass_per_op"})
     if cases is not None and not cases.empty:
         out = out.merge(cases[[c for c in ("case", "ptx", "pipe") if c in cases.columns]], on="case", how="left")
-    return _table(out.sort_values(["arch", "case"]))
+    return table(out.sort_values(["arch", "case"]))
+
+
+def _view(category: str) -> Callable[[dict[str, pd.DataFrame]], list[tuple[str, str]]] | None:
+    """The category's own report sections (workflow/smdissect/views/<category>.py), if it has a view."""
+    try:
+        module = importlib.import_module(f"smdissect.views.{category}")
+    except ModuleNotFoundError as err:
+        if err.name not in ("smdissect.views", f"smdissect.views.{category}"):
+            raise
+        return None
+    return module.sections
 
 
 def render_category(
@@ -288,7 +325,7 @@ def render_category(
 
     def part(name: str, render: Callable[[pd.DataFrame], str]) -> str:
         why = _missing(name, tables, skipped)
-        return _empty(why) if why else render(tables[name])
+        return empty(why) if why else render(tables[name])
 
     sass = (
         "<h3>Expected opcodes</h3>"
@@ -297,12 +334,16 @@ def render_category(
         + part("sass", lambda s: _sass_per_op(s, tables.get("cases")))
     )
     medians = None if _missing("raw", tables, skipped) else _medians(tables["raw"], reference)  # computed once
+    view = _view(category)
+    chain = tables.get("cases") is not None and (tables["cases"]["kind"] == "chain").any()
     body = "".join(
         [
             _header(title, category, provenance, skipped),
             _section("Summary", part("raw", lambda _: _overview(medians))),
-            _section("ILP curve", part("raw", _ilp_chart)),
-            _section("Latency and throughput, every point", part("raw", lambda _: _table(medians))),
+            _section("Coverage of the planned points", part("status", _status)),
+            *(_section(t, h) for t, h in (view(tables) if view else [])),
+            _section("ILP curve", part("raw", _ilp_chart)) if chain else "",
+            _section("Latency and throughput, every point", part("raw", lambda _: table(medians))),
             _section("Stall reasons", part("stalls", _stalls)),
             _section("Pipe counts", part("pipes", _pipes)),
             _section("Cross-validation", part("crossval", _crossval)),
@@ -326,6 +367,6 @@ def render_index(out: Path, gpu: str, pages: list[dict[str, object]], provenance
         )
     cols = ["category", "title", *VERDICTS, "skipped"]
     title = f"smdissect — {gpu}"
-    table = _table(pd.DataFrame(rows, columns=cols), raw=("category",)) if rows else _empty("no category pages")
-    body = f"<h1>{html.escape(title)}</h1>{_deftable(provenance)}{_section('Categories', table)}"
+    listing = table(pd.DataFrame(rows, columns=cols), raw=("category",)) if rows else empty("no category pages")
+    body = f"<h1>{html.escape(title)}</h1>{_deftable(provenance)}{_section('Categories', listing)}"
     write_text(out, _page(title, body))

@@ -1,40 +1,81 @@
-"""Run a family's cases on the GPU (clock64 timing, JSON lines) and keep every sample in raw.parquet."""
+"""Run a family's cases on the GPU (clock64 timing, JSON lines): every sample into raw.parquet, and what
+became of every planned point (measured, static with the reason, failed with the error) into status.parquet."""
 
 from __future__ import annotations
 
 import json
+import math
 import subprocess
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from . import device
 from .catalog import Case
-from .device import Gpu, sm_clock_mhz
-from .errors import SmdissectError
+from .device import Gpu
 from .tables import canonical_params, frame, write
 
+# A clock move beyond this (MHz) between the start and the end of a GPU job flags its rows.
+CLOCK_DRIFT_MHZ = 15.0
 
-def invocation(binary: Path, case: Case, repeats: int, device: int) -> list[str]:
-    """The protocol's command line for one case and its whole sweep."""
-    argv = [str(binary.resolve()), "--case", case.id, "--repeats", str(repeats), "--device", str(device)]
-    for key, values in sorted(case.sweep.items()):
+
+@dataclass
+class Outcome:
+    """What running a family produced: the records, and the fate of each planned point."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    status: list[dict[str, str]] = field(default_factory=list)
+
+    def mark(self, case: Case, status: str, reason: str = "") -> None:
+        """The same status for every planned point of `case`."""
+        self.status += [{"case": case.id, "params": canonical_params(p), "status": status, "reason": reason}
+                        for p in case.points()]  # fmt: skip
+
+
+def invocation(
+    binary: Path, case: Case, repeats: int, device_index: int, sweep: dict[str, list[int]] | None = None
+) -> list[str]:
+    """The protocol's command line for one case over `sweep` (default: the case's whole sweep)."""
+    argv = [str(binary.resolve()), "--case", case.id, "--repeats", str(repeats), "--device", str(device_index)]
+    for key, values in sorted((sweep or case.sweep).items()):
         argv += ["--param", f"{key}={','.join(str(v) for v in values)}"]
     return argv
 
 
-def execute(binary: Path, cases: list[Case], repeats: int, device: int) -> list[dict[str, Any]]:
-    """Run every case; return their records, or fail with one line per failed case."""
-    records, failures = [], []
+def failure(proc: subprocess.CompletedProcess[str]) -> str:
+    """The one line a failed binary gave (its last stderr line), or its exit status."""
+    return (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+
+
+def attempt(argv: list[str], timeout: int) -> tuple[subprocess.CompletedProcess[str] | None, str]:
+    """Run one case's command; (the process, '') or (None, why it failed) — a hang is killed after `timeout` s."""
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, f"killed after {timeout} s (hung kernel?): raise the family's timeout in cases.yaml if needed"
+    return (proc, "") if proc.returncode == 0 else (None, failure(proc))
+
+
+def execute(binary: Path, cases: list[Case], arch: str, repeats: int, device_index: int, timeout: int) -> Outcome:
+    """Run every case the arch supports; unsupported cases are static, a failed one does not stop the others."""
+    out = Outcome()
     for case in cases:
-        proc = subprocess.run(invocation(binary, case, repeats, device), capture_output=True, text=True)
-        if proc.returncode != 0:
-            reason = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
-            failures.append(f"{case.id}: {reason}")
+        reason = case.unsupported(arch)
+        if reason:
+            out.mark(case, "static", f"not run: {reason}")
             continue
-        records += parse_records(proc.stdout)
-    if failures:
-        raise SmdissectError(f"{binary.name}: cases failed: {'; '.join(failures)}")
-    return records
+        proc, why = attempt(invocation(binary, case, repeats, device_index), timeout)
+        if proc is None:
+            out.mark(case, "failed", why)
+            continue
+        records = parse_records(proc.stdout)
+        out.records += records
+        seen = {canonical_params(r["params"]) for r in records}
+        out.status += [{"case": case.id, "params": p, "status": "measured" if p in seen else "failed",
+                        "reason": "" if p in seen else "the binary emitted no record for this point"}
+                       for p in map(canonical_params, case.points())]  # fmt: skip
+    return out
 
 
 def parse_records(stdout: str) -> list[dict[str, Any]]:
@@ -57,6 +98,8 @@ def sample_rows(records: list[dict[str, Any]], base: dict[str, Any]) -> list[dic
             "iterations": rec["iterations"],
             "clock_mhz": rec["clock_mhz"],
             "smid": rec["smid"],
+            "variant": rec.get("variant", ""),
+            "expect": json.dumps(rec.get("expect", {}), sort_keys=True),
         }
         for rec in records
         for i, sample in enumerate(rec["samples"])
@@ -68,7 +111,17 @@ def run_id(gpu: Gpu) -> str:
     return f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{gpu.uuid[4:12]}"
 
 
-def provenance(gpu: Gpu, arch: str, cuda: str, category: str) -> dict[str, Any]:
+def commit(root: Path) -> str:
+    """The pipeline's git commit ('-dirty' with uncommitted edits), or 'unknown' outside a git checkout."""
+    head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True)
+    if head.returncode != 0:
+        return "unknown"
+    dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()  # fmt: skip
+    return head.stdout.strip() + ("-dirty" if dirty else "")
+
+
+def provenance(gpu: Gpu, arch: str, cuda: str, category: str, root: Path) -> dict[str, Any]:
     """The provenance columns shared by every row a GPU job writes."""
     return {
         "gpu": gpu.name,
@@ -78,17 +131,39 @@ def provenance(gpu: Gpu, arch: str, cuda: str, category: str) -> dict[str, Any]:
         "cuda": cuda,
         "run_id": run_id(gpu),
         "category": category,
+        "commit": commit(root),
     }
 
 
-def measure(binary: Path, cases: list[Case], gpu: Gpu, arch: str, cuda: str, repeats: int, out: Path) -> None:
-    """Time every case of one family and write raw.parquet, one row per repeat."""
-    before = sm_clock_mhz(gpu.uuid)
-    records = execute(binary, cases, repeats, gpu.index)
-    after = sm_clock_mhz(gpu.uuid)
-    base = provenance(gpu, arch, cuda, cases[0].category) | {
-        "family": cases[0].family,
-        "sm_clock_before_mhz": before,
-        "sm_clock_after_mhz": after,
+def gpu_state(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """The CLOCKS columns from NVML snapshots around a job, with a flag when clocks moved or the GPU was shared."""
+    cols = {
+        "sm_clock_before_mhz": before.get("sm_clock_mhz", math.nan),
+        "sm_clock_after_mhz": after.get("sm_clock_mhz", math.nan),
+        "mem_clock_before_mhz": before.get("mem_clock_mhz", math.nan),
+        "mem_clock_after_mhz": after.get("mem_clock_mhz", math.nan),
+        "throttle_before": str(before.get("throttle", "")),
+        "throttle_after": str(after.get("throttle", "")),
+        "other_processes": ", ".join(sorted({str(p) for s in (before, after) for p in s.get("processes", []) or []})),
     }
-    write("raw", frame("raw", sample_rows(records, base)), out)
+    flags = []
+    for clock in ("sm", "mem"):
+        drift = abs(cols[f"{clock}_clock_after_mhz"] - cols[f"{clock}_clock_before_mhz"])
+        if drift > CLOCK_DRIFT_MHZ:
+            flags.append(f"{clock} clock moved {drift:.0f} MHz during the job")
+    if cols["other_processes"]:
+        flags.append(f"GPU shared with: {cols['other_processes']}")
+    return cols | {"flag": "; ".join(flags)}
+
+
+def measure(
+    binary: Path, cases: list[Case], gpu: Gpu, arch: str, cuda: str, repeats: int, timeout: int, out: Path,
+    out_status: Path, root: Path,
+) -> None:  # fmt: skip
+    """Time every case of one family: raw.parquet (one row per repeat) and status.parquet (one row per point)."""
+    before = device.snapshot(gpu.uuid)
+    outcome = execute(binary, cases, arch, repeats, gpu.index, timeout)
+    after = device.snapshot(gpu.uuid)
+    base = provenance(gpu, arch, cuda, cases[0].category, root) | gpu_state(before, after) | {"family": cases[0].family}
+    write("raw", frame("raw", sample_rows(outcome.records, base)), out)
+    write("status", frame("status", [base | row for row in outcome.status]), out_status)

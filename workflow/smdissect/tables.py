@@ -27,9 +27,20 @@ PROVENANCE = [
     ("category", pa.string()),
     ("case", pa.string()),
     ("params", pa.string()),  # canonical JSON, sorted keys
+    ("commit", pa.string()),  # git commit of the pipeline that made the row ('-dirty' with local edits)
 ]
-# SM clock (NVML) just before and after the GPU job that made the row.
-CLOCKS = [("sm_clock_before_mhz", pa.float64()), ("sm_clock_after_mhz", pa.float64())]
+# The GPU's state (NVML) just before and after the job that made the row: clocks, throttle reasons
+# and other processes on the GPU; `flag` says when either moved or the GPU was shared.
+CLOCKS = [
+    ("sm_clock_before_mhz", pa.float64()),
+    ("sm_clock_after_mhz", pa.float64()),
+    ("mem_clock_before_mhz", pa.float64()),
+    ("mem_clock_after_mhz", pa.float64()),
+    ("throttle_before", pa.string()),
+    ("throttle_after", pa.string()),
+    ("other_processes", pa.string()),
+    ("flag", pa.string()),
+]
 KERNEL = [("family", pa.string()), ("variant", pa.string()), ("kernel", pa.string())]
 
 SCHEMAS: dict[str, pa.Schema] = {
@@ -52,7 +63,13 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("iterations", pa.int64()),
             ("clock_mhz", pa.float64()),
             ("smid", pa.int64()),
+            ("variant", pa.string()),  # the NVTX variant `expect` describes
+            ("expect", pa.string()),  # JSON: ncu metric -> value the profiled launch must show
         ]
+    ),
+    # What became of every planned (case, parameter point) of a family on the run arch.
+    "status": pa.schema(
+        PROVENANCE + CLOCKS + [("family", pa.string()), ("status", pa.string()), ("reason", pa.string())]
     ),
     "ncu": pa.schema(
         PROVENANCE + CLOCKS + KERNEL + [("metric", pa.string()), ("unit", pa.string()), ("value", pa.float64())]
@@ -83,6 +100,7 @@ SCHEMAS: dict[str, pa.Schema] = {
 }
 
 VERDICTS = ("agree", "disagree", "not-applicable")
+STATUSES = ("measured", "static", "failed")
 
 
 def canonical_params(params: dict[str, Any]) -> str:
