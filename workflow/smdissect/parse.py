@@ -82,9 +82,8 @@ def metric_rows(report: Path, chip: str) -> list[dict[str, Any]]:
             for name in filter(lambda n: n.startswith(UNITS), action.metric_names()):
                 value = action.metric_by_name(name).as_double()
                 if not math.isnan(value):
-                    rows.append(
-                        key | {"kernel": action.name(), "metric": canonical(name), "unit": unit(chip, name), "value": value}
-                    )
+                    row = {"kernel": action.name(), "metric": canonical(name), "unit": unit(chip, name), "value": value}
+                    rows.append(key | row)
     if not rows:
         raise SmdissectError(f"{report} holds no kernel inside an 'smd:' NVTX range: re-run its profile job")
     return rows
