@@ -37,6 +37,8 @@ wildcard_constraints:
     category="|".join(PLAN.families),  # configured categories only (so never "index")
     family="[a-z][a-z0-9_]*",
     gpu="[a-z0-9][a-z0-9_-]*",
+    a="[a-z0-9][a-z0-9_-]*?",
+    b="[a-z0-9][a-z0-9_-]*",
 
 
 include: "rules/common.smk"
@@ -52,6 +54,7 @@ include: "rules/report.smk"
 rule all:
     input:
         f"reports/{GPU}/index.html",
+        [f"reports/{GPU}/compare-paper.html"] if PLAN.gpu else [],
         expand("reports/{gpu}/{category}.html", gpu=GPU, category=PLAN.families),
 
 

@@ -5,7 +5,7 @@ rule report:
         manifest="kernels/{category}/cases.yaml",
         reference="reference/seed_sm120.csv",
     output:
-        "reports/{gpu}/{category}.html",
+        report("reports/{gpu}/{category}.html", caption="../reports/templates/category.rst", category="smdissect"),
     params:
         skipped=json.dumps(PLAN.skipped),
         provenance=json.dumps(PLAN.provenance()),
@@ -22,23 +22,70 @@ rule report:
         " 2> {log} || (cat {log} >&2; exit 1)"
 
 
+def gpu_tables(table):
+    """One GPU table of every family of every category (none without a GPU)."""
+    if not PLAN.gpu:
+        return []
+    return [
+        f"results/{{gpu}}/{PLAN.run_arch}/{category}/{family}/{table}.parquet"
+        for category, fams in PLAN.families.items()
+        for family in fams
+    ]
+
+
 rule index:
     input:
         pages=expand("reports/{{gpu}}/{category}.html", category=PLAN.families),
+        raw=gpu_tables("raw"),
+        status=gpu_tables("status"),
         crossval=(
             expand("results/{{gpu}}/{arch}/{category}/crossval.parquet", arch=PLAN.run_arch, category=PLAN.families)
             if PLAN.gpu
             else []
         ),
+        reference="reference/seed_sm120.csv",
     output:
-        "reports/{gpu}/index.html",
+        report("reports/{gpu}/index.html", caption="../reports/templates/index.rst", category="smdissect"),
     params:
         skipped=json.dumps(PLAN.skipped),
         provenance=json.dumps(PLAN.provenance()),
         categories=" ".join(PLAN.families),
+        archs=" ".join(PLAN.archs),
+        run_arch=PLAN.run_arch or "",
     log:
         "logs/report/{gpu}/index.log",
     shell:
-        "python3 -m smdissect index --kernels kernels --gpu {wildcards.gpu} --out {output} --categories {params.categories}"
-        " --crossval {input.crossval} --skipped {params.skipped:q} --provenance {params.provenance:q}"
+        "python3 -m smdissect index --kernels kernels --gpu {wildcards.gpu} --out {output}"
+        " --categories {params.categories} --archs {params.archs} --run-arch={params.run_arch:q}"
+        " --raw {input.raw} --status {input.status} --crossval {input.crossval}"
+        " --skipped {params.skipped:q} --provenance {params.provenance:q} 2> {log} || (cat {log} >&2; exit 1)"
+
+
+# compare: every quantity of one GPU's results against the paper's figures (b=paper), or two result folders
+# (`snakemake reports/compare/h200-vs-rtx-pro-5000.html` compares results/h200 with results/rtx-pro-5000).
+rule compare_paper:
+    input:
+        raw=gpu_tables("raw"),
+        reference="reference/seed_sm120.csv",
+    output:
+        report("reports/{gpu}/compare-paper.html", caption="../reports/templates/compare.rst", category="smdissect"),
+    params:
+        categories=" ".join(PLAN.families),
+    log:
+        "logs/report/{gpu}/compare-paper.log",
+    shell:
+        "python3 -m smdissect compare --a results/{wildcards.gpu} --b paper --categories {params.categories}"
+        " --out {output} 2> {log} || (cat {log} >&2; exit 1)"
+
+
+rule compare:
+    input:
+        a=lambda wildcards: sorted(Path(f"results/{wildcards.a}").rglob("raw.parquet")),
+        b=lambda wildcards: sorted(Path(f"results/{wildcards.b}").rglob("raw.parquet")),
+    output:
+        "reports/compare/{a}-vs-{b}.html",
+    log:
+        "logs/report/compare/{a}-vs-{b}.log",
+    shell:
+        "python3 -m smdissect compare --a results/{wildcards.a} --b results/{wildcards.b} --out {output}"
         " 2> {log} || (cat {log} >&2; exit 1)"

@@ -83,8 +83,14 @@ def cmd_report(args: argparse.Namespace) -> None:
 
 def cmd_index(args: argparse.Namespace) -> None:
     """Write the index page of one GPU's reports."""
-    pipeline.index_page(Path(args.kernels), args.gpu, args.categories, [Path(p) for p in args.crossval],
+    inputs = {k: [Path(p) for p in getattr(args, k)] for k in ("raw", "status", "crossval")}
+    pipeline.index_page(Path(args.kernels), args.gpu, args.categories, inputs, args.archs, args.run_arch or None,
                         json.loads(args.skipped), json.loads(args.provenance), Path(args.out))  # fmt: skip
+
+
+def cmd_compare(args: argparse.Namespace) -> None:
+    """Write the diff page of two result sets (folders holding raw.parquet tables), or of one against the paper."""
+    pipeline.compare_page(Path(args.a), args.b, Path(args.kernels), args.categories, Path(args.out))
 
 
 def parser() -> argparse.ArgumentParser:
@@ -106,14 +112,17 @@ def parser() -> argparse.ArgumentParser:
         cmd_report: ["kernels", "category", "out", "skipped", "provenance",
                      *((k, many) for k in ("raw", "status", "ncu", "stalls", "pipes", "crossval", "sass",
                                                   "sass_checks"))],
-        cmd_index: ["kernels", "gpu", "out", "skipped", "provenance", ("categories", many), ("crossval", many)],
+        cmd_index: ["kernels", "gpu", "out", "skipped", "provenance", ("run_arch", {"default": ""}),
+                    *((k, many) for k in ("categories", "archs", "raw", "status", "crossval"))],
+        cmd_compare: ["a", ("b", {"default": "paper"}), "out", ("kernels", {"default": "kernels"}),
+                      ("categories", many)],
     }  # fmt: skip
     for func, options in spec.items():
         p = sub.add_parser(func.__name__.removeprefix("cmd_"), help=func.__doc__)
         p.set_defaults(func=func)
         for opt in options:
             name, kw = (opt, {}) if isinstance(opt, str) else opt
-            p.add_argument(f"--{name.replace('_', '-')}", dest=name, required="nargs" not in kw, **kw)
+            p.add_argument(f"--{name.replace('_', '-')}", dest=name, required=not {"nargs", "default"} & set(kw), **kw)
     return top
 
 

@@ -145,21 +145,48 @@ def report_page(
 
 
 def index_page(
-    kernels: Path, gpu: str, categories: list[str], crossval_tables: list[Path], skipped: dict[str, str],
-    provenance: dict[str, Any], out: Path,
+    kernels: Path, gpu: str, categories: list[str], inputs: dict[str, list[Path]], archs: list[str],
+    run_arch: str | None, skipped: dict[str, str], provenance: dict[str, Any], out: Path,
 ) -> None:  # fmt: skip
-    """The index of one GPU's reports: each category with its verdict counts and skipped stages."""
-    from . import report
+    """The index of one GPU's reports: categories with verdicts and coverage, the paper's key tables from the
+    measured data beside its sm_120 and sm_90 figures, and every planned point not measured."""
+    from . import compare, coverage, report
 
-    verdicts = tables.read("crossval", crossval_tables) if crossval_tables else tables.frame("crossval", [])
+    cases = [c for category in categories for c in catalog.load(kernels, category)]
+    frames = {kind: tables.read(kind, inputs.get(kind, [])) for kind in ("raw", "status", "crossval")}
+    measured = compare.quantities(frames["raw"])
+    reference = pd.read_csv(kernels.parent / REFERENCE)
+    cov = coverage.coverage(cases, archs, run_arch, frames["status"], skipped.get("run", "not run"))
     pages = [
         {
             "category": category,
             "title": catalog.title(kernels, category),
             "href": f"{category}.html",
-            "verdicts": verdicts[verdicts.category == category].verdict.value_counts().to_dict(),
-            "skipped": skipped,
+            "verdicts": frames["crossval"][frames["crossval"].category == category].verdict.value_counts().to_dict(),
+            "coverage": cov[cov.category == category].status.value_counts().to_dict(),
         }
         for category in categories
     ]
-    report.render_index(out, gpu, pages, provenance)
+    paper = compare.against_paper(measured, cases, reference)
+    report.render_index(out, gpu, pages, provenance, skipped, paper, compare.instructions(measured, cases),
+                        coverage.counts(cov), coverage.not_measured(cov))  # fmt: skip
+
+
+def compare_page(a: Path, b: str, kernels: Path, categories: list[str], out: Path) -> None:
+    """The diff page of two result sets (folders of raw tables), or of one against the paper (`b` = 'paper')."""
+    from . import compare, report
+
+    left = compare.result_set(a)
+    if b == compare.PAPER:
+        cases = [c for category in categories for c in catalog.load(kernels, category)]
+        right = compare.paper_set(cases, pd.read_csv(kernels.parent / REFERENCE), left)
+    else:
+        right = compare.result_set(Path(b))
+    names = (_set_name(left, a), "seed paper sm_120 (RTX PRO 5000)" if b == compare.PAPER else _set_name(right, b))
+    report.render_compare(out, names, compare.diff(left, right))
+
+
+def _set_name(quantities: pd.DataFrame, where: Path | str) -> str:
+    """How a compare page names a result set: its GPU, arch and folder."""
+    first = quantities.iloc[0] if len(quantities) else {"gpu": "?", "arch": "?"}
+    return f"{first['gpu']} ({first['arch']}) from {where}"

@@ -353,20 +353,53 @@ def render_category(
     write_text(out, _page(f"{title} ({category})", body))
 
 
-def render_index(out: Path, gpu: str, pages: list[dict[str, object]], provenance: dict[str, str]) -> None:
-    """Write the index page linking every category page."""
+def render_index(
+    out: Path, gpu: str, pages: list[dict[str, object]], provenance: dict[str, str], skipped: dict[str, str],
+    paper: pd.DataFrame, instructions: pd.DataFrame, coverage: pd.DataFrame, not_measured: pd.DataFrame,
+) -> None:  # fmt: skip
+    """Write the index page: categories, the paper's key tables regenerated from the data, coverage."""
+    from .coverage import STATES
+
     rows = []
     for page in pages:
         verdicts = cast(dict[str, int], page.get("verdicts") or {})
-        skipped = cast(dict[str, str], page.get("skipped") or {})
+        states = cast(dict[str, int], page.get("coverage") or {})
         link = f'<a href="{html.escape(str(page["href"]), quote=True)}">{html.escape(str(page["category"]))}</a>'
-        rows.append(
-            {"category": link, "title": page.get("title", "")}
-            | {v: int(verdicts.get(v, 0)) for v in VERDICTS}
-            | {"skipped": "; ".join(f"{s}: {r}" for s, r in skipped.items())}
-        )
-    cols = ["category", "title", *VERDICTS, "skipped"]
-    title = f"smdissect — {gpu}"
+        rows.append({"category": link, "title": page.get("title", "")} | {v: int(verdicts.get(v, 0)) for v in VERDICTS}
+                    | {s: int(states.get(s, 0)) for s in STATES})  # fmt: skip
+    cols = ["category", "title", *VERDICTS, *STATES]
     listing = table(pd.DataFrame(rows, columns=cols), raw=("category",)) if rows else empty("no category pages")
-    body = f"<h1>{html.escape(title)}</h1>{_deftable(provenance)}{_section('Categories', listing)}"
+    title = f"smdissect — {gpu}"
+    total = coverage[list(STATES)].sum() if len(coverage) else pd.Series(0, index=list(STATES))
+    planned = int(total.sum())
+    share = 100 * int(total["measured"] + total["static-only"]) / max(planned, 1)
+    summary = (f"<p>{planned} planned measurements (case x parameter point x arch): "
+               + " &middot; ".join(f"{s}: <b>{int(total[s])}</b>" for s in STATES)
+               + f" &middot; covered (measured or static-only): <b>{share:.1f}%</b></p>")  # fmt: skip
+    key = {
+        "Instruction reference table": instructions,
+        "Measured against the paper (sm_120 figure and sm_90 column)": paper,
+        "Cross-generation comparison (figures with an sm_90 column)": paper[paper["paper_sm90"].notna()]
+        if len(paper) else paper,
+    }  # fmt: skip
+    tables_html = "".join(_section(name, table(df) if len(df) else empty("no measured case names such a figure"))
+                          for name, df in key.items())  # fmt: skip
+    links = '<p><a href="compare-paper.html">Every quantity against the paper (diff page)</a></p>'
+    skipped_box = _header(title, "index", provenance, skipped)
+    body = "".join([
+        skipped_box, links, _section("Categories", listing), tables_html,
+        _section("Coverage", summary + table(coverage) if len(coverage) else empty("nothing planned")),
+        _section("Planned points not measured", table(not_measured) if len(not_measured) else empty("none")),
+    ])  # fmt: skip
+    write_text(out, _page(title, body))
+
+
+def render_compare(out: Path, names: tuple[str, str], diff: pd.DataFrame) -> None:
+    """Write the diff page of two result sets: flagged rows (difference beyond the samples' spread) first."""
+    flagged = int(diff["flagged"].sum())
+    title = "smdissect — comparison"
+    head = _deftable({"a": names[0], "b": names[1], "quantities": str(len(diff)), "flagged": str(flagged)})
+    note = ("<p>A row is flagged where |b - a| exceeds the larger of the two sets' spreads (max - min of the "
+            "samples); a set with one figure (the paper) has spread 0.</p>")  # fmt: skip
+    body = f"<h1>{html.escape(title)}</h1>{head}{note}" + _section("Every quantity", table(diff))
     write_text(out, _page(title, body))
