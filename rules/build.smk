@@ -2,6 +2,7 @@
 rule build:
     input:
         source="kernels/{category}/{family}.cu",
+        patched=lambda wildcards: PLAN.patch_targets(wildcards.category, wildcards.family),
         headers=HEADERS,
     output:
         binary="build/{arch}/{category}/{family}",

@@ -19,7 +19,7 @@ def report_inputs(wildcards):
     static = "results/static/{arch}/{category}/{family}/{table}.parquet"
     inputs = {
         t: expand(static, arch=PLAN.archs, category=wildcards.category, family=fams, table=t)
-        for t in ("sass", "sass_checks")
+        for t in ("sass", "sass_checks", "controlcodes")
     }
     if PLAN.gpu:
         gpu_dir = f"results/{wildcards.gpu}/{PLAN.run_arch}/{wildcards.category}"
@@ -29,3 +29,14 @@ def report_inputs(wildcards):
             inputs[t] = expand(f"{gpu_dir}/{{family}}/{t}.parquet", family=PLAN.profiled[wildcards.category])
         inputs["crossval"] = [f"{gpu_dir}/crossval.parquet"]
     return inputs
+
+
+def gpu_tables(table):
+    """One GPU table of every family of every category (none without a GPU)."""
+    if not PLAN.gpu:
+        return []
+    return [
+        f"results/{{gpu}}/{PLAN.run_arch}/{category}/{family}/{table}.parquet"
+        for category, fams in PLAN.families.items()
+        for family in fams
+    ]

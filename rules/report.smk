@@ -11,7 +11,7 @@ rule report:
         provenance=json.dumps(PLAN.provenance()),
         tables=lambda wildcards, input: " ".join(
             f"--{t.replace('_', '-')} {' '.join(input[t])}"
-            for t in ("raw", "status", "ncu", "stalls", "pipes", "crossval", "sass", "sass_checks")
+            for t in ("raw", "status", "ncu", "stalls", "pipes", "crossval", "sass", "sass_checks", "controlcodes")
             if t in input.keys()
         ),
     log:
@@ -20,17 +20,6 @@ rule report:
         "python3 -m smdissect report --kernels kernels --category {wildcards.category} --out {output}"
         " --skipped {params.skipped:q} --provenance {params.provenance:q} {params.tables}"
         " 2> {log} || (cat {log} >&2; exit 1)"
-
-
-def gpu_tables(table):
-    """One GPU table of every family of every category (none without a GPU)."""
-    if not PLAN.gpu:
-        return []
-    return [
-        f"results/{{gpu}}/{PLAN.run_arch}/{category}/{family}/{table}.parquet"
-        for category, fams in PLAN.families.items()
-        for family in fams
-    ]
 
 
 rule index:

@@ -7,11 +7,12 @@ rule sass:
     output:
         sass="results/static/{arch}/{category}/{family}/sass.parquet",
         checks="results/static/{arch}/{category}/{family}/sass_checks.parquet",
+        controls="results/static/{arch}/{category}/{family}/controlcodes.parquet",
     params:
         toolchain=PLAN.nvcc_version,
     log:
         "logs/sass/{arch}/{category}/{family}.log",
     shell:
         "python3 -m smdissect sass --binary {input.binary} --listing {input.listing} --arch {wildcards.arch}"
-        " --cuda {params.toolchain} --out-sass {output.sass} --out-checks {output.checks} --kernels kernels"
+        " --cuda {params.toolchain} --out-sass {output.sass} --out-checks {output.checks} --out-controls {output.controls} --kernels kernels"
         " --category {wildcards.category} --family {wildcards.family} 2> {log} || (cat {log} >&2; exit 1)"

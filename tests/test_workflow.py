@@ -12,7 +12,7 @@ import pytest
 from conftest import ROOT, run_cli
 from smdissect import device
 
-PARTS = ["Snakefile", "rules", "workflow", "kernels", "config", "profiles", "reference"]
+PARTS = ["Snakefile", "rules", "workflow", "kernels", "config", "profiles", "reference", "reports/templates"]
 GPU_STAGES = ["run", "profile", "parse", "crossval"]
 NO_GPU = isinstance(device.query(0), str)
 needs_no_gpu = pytest.mark.skipif(not NO_GPU, reason="checks the no-GPU path; this machine has a GPU")

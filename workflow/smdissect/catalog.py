@@ -48,6 +48,8 @@ MANIFEST_SCHEMA: dict[str, Any] = {
                     "link": {"type": "array", "items": {"enum": ["cuda", "nvidia-ml", "cublas"]}},
                     "timeout": {"type": "integer", "minimum": 1, "maximum": 3600},
                     "profile": {"type": "boolean"},
+                    # a .cu of kernels that controlcodes.prepare() compiles to a cubin and patches at build time
+                    "patched": {"type": "string", "pattern": "^[a-z][a-z0-9_]*\\.cu$"},
                 },
             },
         },

@@ -6,10 +6,32 @@ import argparse
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from . import build, catalog, pipeline, run
+from . import build, catalog, controlcodes, device, pipeline, run, slots
 from .errors import SmdissectError, exit_on_error
+
+
+@contextmanager
+def _device(arg: str) -> Iterator[int]:
+    """The CUDA index a GPU job runs on: the configured one, or with `any` a free GPU held for the whole job."""
+    if arg != "any":
+        yield int(arg)
+        return
+    uuids = device.uuids_like(0)
+    if isinstance(uuids, str):
+        raise SmdissectError(f"this job needs a GPU: {uuids}")
+    with slots.acquire(uuids) as index:
+        yield index
+
+
+def _device_arg(value: str) -> str:
+    """A --device value: a CUDA index or `any`."""
+    if value != "any" and not value.isdigit():
+        raise argparse.ArgumentTypeError("a CUDA index or any")
+    return value
 
 
 def _family(args: argparse.Namespace) -> list:
@@ -18,23 +40,27 @@ def _family(args: argparse.Namespace) -> list:
 
 def cmd_build(args: argparse.Namespace) -> None:
     """Compile a family for one arch and save its kernel listing."""
-    binary = Path(args.binary)
-    build.compile_family(args.nvcc, Path(args.source), binary, args.arch, Path(args.include), args.flags.split())
+    source, binary, flags = Path(args.source), Path(args.binary), args.flags.split()
+    build.compile_family(args.nvcc, source, binary, args.arch, Path(args.include), flags)
+    targets = catalog.family_settings(source.parent.parent, source.parent.name, source.stem).get("patched")
+    if targets:  # the family runs patched cubins: make them beside the binary, from their own source
+        controlcodes.prepare(source.parent / targets, binary, args.arch, args.nvcc, Path(args.include), flags)
     build.write_listing(binary, Path(args.listing))
 
 
 def cmd_sass(args: argparse.Namespace) -> None:
     """Opcode counts and SASS checks of a built family."""
     pipeline.sass_tables(Path(args.binary), Path(args.listing), _family(args), args.arch, args.cuda,
-                         Path(args.out_sass), Path(args.out_checks))  # fmt: skip
+                         Path(args.out_sass), Path(args.out_checks), Path(args.out_controls))  # fmt: skip
 
 
 def cmd_run(args: argparse.Namespace) -> None:
     """Time a family's cases on the GPU into raw.parquet."""
-    gpu = pipeline.gpu_here(args.device)
     timeout = catalog.family_settings(Path(args.kernels), args.category, args.family)["timeout"]
-    run.measure(Path(args.binary), _family(args), gpu, args.arch, args.cuda, args.repeats, timeout, Path(args.out),
-                Path(args.out_status), pipeline.ROOT)  # fmt: skip
+    with _device(args.device) as index:
+        gpu = pipeline.gpu_here(index)
+        run.measure(Path(args.binary), _family(args), gpu, args.arch, args.cuda, args.repeats, timeout,
+                    Path(args.out), Path(args.out_status), pipeline.ROOT)  # fmt: skip
 
 
 def cmd_exec(args: argparse.Namespace) -> None:
@@ -55,9 +81,10 @@ def cmd_exec(args: argparse.Namespace) -> None:
 
 def cmd_profile(args: argparse.Namespace) -> None:
     """Profile a family under ncu into a .ncu-rep and its provenance JSON."""
-    gpu = pipeline.gpu_here(args.device)
-    pipeline.profile(Path(args.binary), _family(args), gpu, args.arch, args.cuda, args.ncu, Path(args.report),
-                     Path(args.meta), Path(args.kernels))  # fmt: skip
+    with _device(args.device) as index:
+        gpu = pipeline.gpu_here(index)
+        pipeline.profile(Path(args.binary), _family(args), gpu, args.arch, args.cuda, args.ncu, Path(args.report),
+                         Path(args.meta), Path(args.kernels))  # fmt: skip
 
 
 def cmd_parse(args: argparse.Namespace) -> None:
@@ -75,7 +102,7 @@ def cmd_crossval(args: argparse.Namespace) -> None:
 
 def cmd_report(args: argparse.Namespace) -> None:
     """Write a category's HTML page."""
-    kinds = ("raw", "status", "ncu", "stalls", "pipes", "crossval", "sass", "sass_checks")
+    kinds = ("raw", "status", "ncu", "stalls", "pipes", "crossval", "sass", "sass_checks", "controlcodes")
     inputs = {k: [Path(p) for p in getattr(args, k)] for k in kinds}
     pipeline.report_page(Path(args.kernels), args.category, inputs, json.loads(args.skipped), Path(args.out),
                          json.loads(args.provenance))  # fmt: skip
@@ -100,18 +127,19 @@ def parser() -> argparse.ArgumentParser:
     many = {"nargs": "*", "default": []}
     spec = {
         cmd_build: ["source", "binary", "listing", "arch", "include", "nvcc", "flags"],
-        cmd_sass: ["binary", "listing", "arch", "cuda", "out_sass", "out_checks", "kernels", "category", "family"],
+        cmd_sass: ["binary", "listing", "arch", "cuda", "out_sass", "out_checks", "out_controls", "kernels", "category",
+                   "family"],
         cmd_run: ["binary", "arch", "cuda", "out", "out_status", "kernels", "category", "family",
-                  ("repeats", {"type": int}), ("device", {"type": int})],
+                  ("repeats", {"type": int}), ("device", {"type": _device_arg})],
         cmd_exec: ["binary", "kernels", "category", "family", "arch", ("device", {"type": int})],
         cmd_profile: ["binary", "arch", "cuda", "ncu", "report", "meta", "kernels", "category", "family",
-                      ("device", {"type": int})],
+                      ("device", {"type": _device_arg})],
         cmd_parse: ["report", "meta", "out_ncu", "out_stalls", "out_pipes"],
         cmd_crossval: ["kernels", "category", "out", *((k, many) for k in ("raw", "ncu", "stalls", "sass_checks",
                                                                             "listings"))],
         cmd_report: ["kernels", "category", "out", "skipped", "provenance",
                      *((k, many) for k in ("raw", "status", "ncu", "stalls", "pipes", "crossval", "sass",
-                                                  "sass_checks"))],
+                                                  "sass_checks", "controlcodes"))],
         cmd_index: ["kernels", "gpu", "out", "skipped", "provenance", ("run_arch", {"default": ""}),
                     *((k, many) for k in ("categories", "archs", "raw", "status", "crossval"))],
         cmd_compare: ["a", ("b", {"default": "paper"}), "out", ("kernels", {"default": "kernels"}),

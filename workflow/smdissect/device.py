@@ -1,11 +1,15 @@
-"""What GPU is here: compute capability through cuda-python, name, driver and clocks through NVML."""
+"""What GPU is here: compute capability and CUDA order through cuda-python; clocks, throttle reasons and other
+processes through NVML, always by UUID (NVML ignores CUDA_VISIBLE_DEVICES, CUDA indices obey it)."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 from .errors import SmdissectError
 
@@ -54,8 +58,8 @@ def _cuda_uuid(raw: bytes) -> str:
     return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
 
 
-def query(index: int = 0) -> Gpu | str:
-    """The device at CUDA `index`, or a one-line reason why there is none usable."""
+def _driver() -> Any:
+    """The initialised CUDA driver API and its device count, or a one-line reason why there is none."""
     try:
         from cuda.bindings import driver as cu
     except ImportError:
@@ -69,6 +73,15 @@ def query(index: int = 0) -> Gpu | str:
     err, count = cu.cuDeviceGetCount()
     if err != cu.CUresult.CUDA_SUCCESS or count == 0:
         return "no CUDA device visible (check CUDA_VISIBLE_DEVICES and nvidia-smi)"
+    return cu, count
+
+
+def query(index: int = 0) -> Gpu | str:
+    """The device at CUDA `index`, or a one-line reason why there is none usable."""
+    found = _driver()
+    if isinstance(found, str):
+        return found
+    cu, count = found
     if index >= count:
         raise SmdissectError(f"device {index} requested but only {count} GPU(s) visible: set device in config")
     _, dev = cu.cuDeviceGet(index)
@@ -83,6 +96,18 @@ def query(index: int = 0) -> Gpu | str:
     return Gpu(index, name.split(b"\0")[0].decode(), _cuda_uuid(bytes(uuid.bytes)), (major, minor), driver, sms)
 
 
+def uuids_like(index: int = 0) -> list[str | None] | str:
+    """UUIDs of the visible devices in CUDA order (entry i is CUDA device i), None for a device of another model
+    than device `index` (its results would belong in another folder); a one-line reason without a GPU."""
+    found = _driver()
+    if isinstance(found, str):
+        return found
+    gpus = [query(i) for i in range(found[1])]
+    model = gpus[index]
+    return [g.uuid if (g.name, g.compute_capability) == (model.name, model.compute_capability) else None
+            for g in gpus]  # fmt: skip
+
+
 def nvml_driver() -> str | None:
     """The driver version NVML reports, or None without NVML."""
     try:
@@ -94,16 +119,90 @@ def nvml_driver() -> str | None:
         return None
 
 
+def _nvml(uuid: str) -> Any:
+    """(pynvml, the NVML handle of the GPU with this UUID); raises where NVML or the GPU is not there."""
+    import pynvml
+
+    pynvml.nvmlInit()
+    return pynvml, pynvml.nvmlDeviceGetHandleByUUID(uuid)
+
+
+def _clock_mhz(uuid: str, clock: str) -> float:
+    try:
+        pynvml, handle = _nvml(uuid)
+        return float(pynvml.nvmlDeviceGetClockInfo(handle, getattr(pynvml, clock)))
+    except Exception:
+        return math.nan
+
+
 def sm_clock_mhz(uuid: str) -> float:
     """Current SM clock of the GPU with this UUID (NVML maps by UUID, not by CUDA index); NaN without NVML."""
-    try:
-        import pynvml
+    return _clock_mhz(uuid, "NVML_CLOCK_SM")
 
-        pynvml.nvmlInit()
-        handle = pynvml.nvmlDeviceGetHandleByUUID(uuid)
-        return float(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
+
+def mem_clock_mhz(uuid: str) -> float:
+    """Current memory clock of the GPU with this UUID; NaN without NVML."""
+    return _clock_mhz(uuid, "NVML_CLOCK_MEM")
+
+
+@cache
+def _reason_bits() -> dict[int, str]:
+    """NVML's clock event (throttle) reason bits by name, from pynvml's own constants: 0x4 -> 'sw_power_cap'."""
+    import pynvml
+
+    bits: dict[int, str] = {}
+    for prefix in ("nvmlClocksEventReason", "nvmlClocksThrottleReason"):  # the second has board_limit, reliability
+        for attr in dir(pynvml):
+            name = attr.removeprefix(prefix)
+            if attr.startswith(prefix) and name not in ("All", "None", "UserDefinedClocks"):
+                bits.setdefault(getattr(pynvml, attr), re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower())
+    return bits
+
+
+def throttle_names(mask: int) -> str:
+    """NVML's clock event reason bitmask as comma-separated names ('gpu_idle,sw_power_cap'); '' for none."""
+    names = [name for bit, name in sorted(_reason_bits().items()) if mask & bit]
+    rest = mask & ~sum(_reason_bits())
+    return ",".join(names + ([f"{rest:#x}"] if rest else []))
+
+
+def throttle_reasons(uuid: str) -> str:
+    """Why the GPU's clocks are below their maximum now (names as throttle_names), '' without NVML."""
+    try:
+        pynvml, handle = _nvml(uuid)
+        return throttle_names(pynvml.nvmlDeviceGetCurrentClocksEventReasons(handle))
     except Exception:
-        return float("nan")
+        return ""
+
+
+def other_processes(uuid: str, own: int | None = None) -> list[int]:
+    """PIDs of the compute processes on the GPU other than `own` (default: this process); [] without NVML."""
+    own = os.getpid() if own is None else own
+    try:
+        pynvml, handle = _nvml(uuid)
+        return sorted({p.pid for p in pynvml.nvmlDeviceGetComputeRunningProcesses(handle)} - {own})
+    except Exception:
+        return []
+
+
+def nvml_status(uuid: str) -> str:
+    """'' where NVML answers for this GPU, else one line saying why not (what empty readings then mean)."""
+    try:
+        _nvml(uuid)
+    except Exception as err:
+        return f"NVML unavailable for {uuid} ({type(err).__name__}: {err}): clocks, throttle and processes unknown"
+    return ""
+
+
+def snapshot(uuid: str) -> dict[str, Any]:
+    """The GPU's state now, recorded before and after each GPU job: clocks, throttle reasons, other processes."""
+    return {
+        "sm_clock_mhz": sm_clock_mhz(uuid),
+        "mem_clock_mhz": mem_clock_mhz(uuid),
+        "throttle": throttle_reasons(uuid),
+        "processes": other_processes(uuid),
+        "nvml": nvml_status(uuid),
+    }
 
 
 def counters_permitted(params: Path = NVIDIA_PARAMS, euid: int | None = None) -> str | None:

@@ -22,6 +22,6 @@ def exit_on_error(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except SmdissectError as err:
-            sys.exit(f"smdissect: {err}")
+            sys.exit(f"smdissect: {' '.join(str(err).split())}")
 
     return wrapper  # type: ignore[return-value]

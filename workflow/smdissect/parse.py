@@ -49,6 +49,12 @@ def load(report: Path) -> Any:
         ctx = ncu_report.load_report(str(report))
         if ctx.num_ranges() == 0:
             raise ValueError("no ranges")
+        for r in range(ctx.num_ranges()):
+            rng = ctx.range_by_idx(r)
+            for i in range(rng.num_actions()):
+                action = rng.action_by_idx(i)
+                if action.nvtx_state() is None or not action.metric_names():
+                    raise ValueError(f"kernel {i} of range {r} has no NVTX state or metrics")
     except Exception as err:
         raise SmdissectError(f"{report} is truncated or corrupt ({err}): delete it and re-run its profile job") from err
     return ctx

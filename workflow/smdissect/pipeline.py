@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import build, catalog, crossval, device, ncu, parse, run, sass, tables
+from . import build, catalog, controlcodes, crossval, device, ncu, parse, run, sass, tables
 from .errors import SmdissectError
 
 REFERENCE = "reference/seed_sm120.csv"
@@ -34,9 +34,17 @@ def gpu_here(index: int) -> device.Gpu:
 
 
 def sass_tables(
-    binary: Path, listing: Path, cases: list[catalog.Case], arch: str, cuda: str, out_sass: Path, out_checks: Path
+    binary: Path,
+    listing: Path,
+    cases: list[catalog.Case],
+    arch: str,
+    cuda: str,
+    out_sass: Path,
+    out_checks: Path,
+    out_controls: Path,
 ) -> None:
-    """Opcode counts of every kernel of a binary, and the manifest's expectations checked on them."""
+    """Opcode counts of every kernel of a binary, the manifest's expectations checked on them, and every
+    instruction's control codes (stall count, yield, barriers, wait mask, reuse) decoded from the cubin."""
     by_id = {c.id: c for c in cases}
     counts = sass.opcodes(sass.dump(binary))
     base = {"gpu": "none", "gpu_uuid": "", "arch": arch, "driver": "", "cuda": cuda, "category": cases[0].category,
@@ -57,6 +65,8 @@ def sass_tables(
             checks += [key | row for row in sass.check(case, observed, k["ops"])]
     tables.write("sass", tables.frame("sass", rows), out_sass)
     tables.write("sass_checks", tables.frame("sass_checks", checks), out_checks)
+    controls = controlcodes.decode_binary(binary).assign(**{k: v for k, v in base.items()}, case="", params="")
+    tables.write("controlcodes", controls, out_controls)
 
 
 def profile(

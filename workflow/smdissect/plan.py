@@ -44,6 +44,11 @@ class Plan:
         """The nvcc flags of one family: the configured ones, then the family's own from its manifest."""
         return " ".join(self.settings["nvcc_flags"] + catalog.family_flags(self.root / "kernels", category, family))
 
+    def patch_targets(self, category: str, family: str) -> list[str]:
+        """The source a family's patched cubins are built from (none for most families)."""
+        target = catalog.family_settings(self.root / "kernels", category, family).get("patched")
+        return [f"kernels/{category}/{target}"] if target else []
+
     def provenance(self) -> dict[str, str]:
         """Static facts for the reports (nothing that changes between two runs, so no needless reruns)."""
         facts = {"cuda": self.nvcc_version, "archs": ", ".join(self.archs)}
@@ -65,7 +70,7 @@ def make(raw_config: dict[str, Any], root: Path) -> Plan:
         if arch.rstrip("af") not in known:
             raise SmdissectError(f"arch {arch} is unknown to nvcc {nvcc_version} (known: {', '.join(known)})")
     plan = Plan(settings, nvcc_version, families, profiled, list(settings["static_archs"]), root)
-    gpu = device.query(settings["device"])
+    gpu = device.query(0 if settings["device"] == "any" else settings["device"])
     if isinstance(gpu, str):
         plan.skipped = {stage: f"no GPU: {gpu}" for stage in GPU_STAGES}
         return plan

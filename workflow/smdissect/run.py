@@ -18,6 +18,9 @@ from .tables import canonical_params, frame, write
 
 # A clock move beyond this (MHz) between the start and the end of a GPU job flags its rows.
 CLOCK_DRIFT_MHZ = 15.0
+# NVML throttle reasons that mean the card ran below its clocks (gpu_idle and applications clocks do not).
+SLOWDOWNS = {"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown",
+             "board_limit", "reliability"}  # fmt: skip
 
 
 @dataclass
@@ -147,10 +150,14 @@ def gpu_state(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
         "other_processes": ", ".join(sorted({str(p) for s in (before, after) for p in s.get("processes", []) or []})),
     }
     flags = []
+    idle = "gpu_idle" in cols["throttle_before"]  # an idle card clocks down between jobs: not a drift
     for clock in ("sm", "mem"):
         drift = abs(cols[f"{clock}_clock_after_mhz"] - cols[f"{clock}_clock_before_mhz"])
-        if drift > CLOCK_DRIFT_MHZ:
+        if drift > CLOCK_DRIFT_MHZ and not idle:
             flags.append(f"{clock} clock moved {drift:.0f} MHz during the job")
+    slowed = sorted({r for s in (before, after) for r in str(s.get("throttle", "")).split(",") if r in SLOWDOWNS})
+    if slowed:
+        flags.append(f"clocks held down by {', '.join(slowed)}")
     if cols["other_processes"]:
         flags.append(f"GPU shared with: {cols['other_processes']}")
     return cols | {"flag": "; ".join(flags)}

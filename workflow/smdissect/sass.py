@@ -57,8 +57,8 @@ def demangle(name: str) -> str:
     pos = 2 if name.startswith("_Z") else None
     if pos is None:
         return name
-    if name.startswith("N", pos):
-        pos += 1
+    nested = name.startswith("N", pos)
+    pos += nested
     ident = ""
     try:
         while name[pos].isdigit():
@@ -66,6 +66,8 @@ def demangle(name: str) -> str:
             pos += len(length)
             ident = name[pos : pos + int(length)]
             pos += int(length)
+            if not nested:  # a plain name: what follows are its parameter types
+                break
         if name[pos] != "I":
             return ident or name
         args, pos = _template_args(name, pos + 1)

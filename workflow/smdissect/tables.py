@@ -67,6 +67,12 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("expect", pa.string()),  # JSON: ncu metric -> value the profiled launch must show
         ]
     ),
+    # SASS control codes of every instruction of every kernel (controlcodes.decode_binary), static like `sass`.
+    "controlcodes": pa.schema(
+        PROVENANCE
+        + [("family", pa.string()), ("kernel", pa.string()), ("offset", pa.int64()), ("opcode", pa.string())]
+        + [(f, pa.int64()) for f in ("stall", "yield_", "wrbar", "rdbar", "waitmask", "reuse")]
+    ),
     # What became of every planned (case, parameter point) of a family on the run arch.
     "status": pa.schema(
         PROVENANCE + CLOCKS + [("family", pa.string()), ("status", pa.string()), ("reason", pa.string())]

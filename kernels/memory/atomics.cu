@@ -1,0 +1,226 @@
+// Atomics on shared and global memory, u32 / u64 / f32 / f64: latency (one thread, each atomic's
+// operand is the previous one's result) and throughput (every thread of many CTAs, results unused),
+// with no contention (a word per thread) or full contention (one word for all); add, CAS, .sys add.
+// Each case is one (operation, space); its sweep picks the type (0 u32, 1 u64, 2 f32, 3 f64).
+#include "memory.cuh"
+
+constexpr int kSteps = 1024;     // dependent atomics: n then 2n
+constexpr int kPerThread = 64;   // independent atomics per thread in the throughput kernel
+constexpr int kThreads = 256;
+constexpr int kCtasPerSm = 4;
+enum Space { kGlobal, kShared };
+
+// Element types as named structs, so kernel symbols demangle to atomic_latency<Add,U32,0>.
+struct U32 {
+  static constexpr const char* kName = "U32";
+  using T = unsigned;
+};
+struct U64 {
+  static constexpr const char* kName = "U64";
+  using T = unsigned long long;
+};
+struct F32 {
+  static constexpr const char* kName = "F32";
+  using T = float;
+};
+struct F64 {
+  static constexpr const char* kName = "F64";
+  using T = double;
+};
+
+struct Add {
+  template <class T>
+  __device__ __forceinline__ static T apply(T* p, T x) { return atomicAdd(p, x); }
+};
+struct AddSystem {
+  template <class T>
+  __device__ __forceinline__ static T apply(T* p, T x) { return atomicAdd_system(p, x); }
+};
+struct Cas {
+  template <class T>
+  __device__ __forceinline__ static T apply(T* p, T x) { return atomicCAS(p, x, x); }
+};
+
+// The cell holds 0 and every operand is the previous result (0): a dependent chain the compiler
+// cannot shorten, and the cell never changes (finite, checked).
+template <class Op, class E, int SPACE>
+__global__ void atomic_latency(typename E::T* cell, mem::Slope* out) {
+  using T = typename E::T;
+  __shared__ T local;
+  T* p = SPACE == kShared ? &local : cell;
+  if (SPACE == kShared) local = *cell;
+  __syncthreads();
+  T x = *cell;
+  mem::Slope s;
+  s.ns0 = smd::clock_ns();
+  s.c0 = smd::clock_cycles();
+#pragma unroll 1
+  for (int i = 0; i < kSteps; i += 32)
+#pragma unroll
+    for (int u = 0; u < 32; ++u) x = Op::apply(p, x);
+  s.c1 = smd::clock_cycles();
+#pragma unroll 1
+  for (int i = 0; i < 2 * kSteps; i += 32)
+#pragma unroll
+    for (int u = 0; u < 32; ++u) x = Op::apply(p, x);
+  s.c2 = smd::clock_cycles();
+  s.ns2 = smd::clock_ns();
+  s.smid = smd::sm_id();
+  *out = s;
+  cell[1] = x + *p;
+}
+
+// kPerThread independent atomics per thread on its own word (contention 0) or on word 0 (contention 1); the
+// operand (0) is a launch argument, so the compiler can neither drop nor merge them.
+template <class Op, class E, int SPACE>
+__global__ void atomic_throughput(typename E::T* cells, typename E::T operand, int contended, smd::Stamp* stamps) {
+  using T = typename E::T;
+  __shared__ T local[kThreads];
+  const long gid = blockIdx.x * long(blockDim.x) + threadIdx.x;
+  T* p = SPACE == kShared ? &local[contended ? 0 : threadIdx.x] : &cells[contended ? 0 : gid];
+  if (SPACE == kShared) local[threadIdx.x] = T(0);
+  __syncthreads();
+  const unsigned long long ns0 = smd::clock_ns();
+  const long long c0 = smd::clock_cycles();
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) Op::apply(p, operand);
+  __syncthreads();
+  const long long c1 = smd::clock_cycles();
+  const unsigned long long ns1 = smd::clock_ns();
+  if (threadIdx.x == 0) stamps[blockIdx.x] = {c0, c1, ns0, ns1, smd::sm_id()};
+  if (SPACE == kShared && local[threadIdx.x] != T(0)) cells[gid] = local[threadIdx.x];
+}
+
+struct Device {
+  void* cells = nullptr;
+  mem::Slope* slope = nullptr;
+  smd::Stamp* stamps = nullptr;
+  int ctas = 0;
+  Device() {
+    ctas = mem::sizes().sms * kCtasPerSm;
+    SMD_CHECK(cudaMalloc(&cells, long(ctas) * kThreads * 8));
+    SMD_CHECK(cudaMemset(cells, 0, long(ctas) * kThreads * 8));
+    SMD_CHECK(cudaMalloc(&slope, sizeof(mem::Slope)));
+    SMD_CHECK(cudaMalloc(&stamps, ctas * sizeof(smd::Stamp)));
+  }
+  ~Device() {
+    cudaFree(cells);
+    cudaFree(slope);
+    cudaFree(stamps);
+  }
+};
+
+template <class Op, class E, int SPACE>
+void latency(const std::string& id, const std::map<std::string, long>& point, int repeats) {
+  using T = typename E::T;
+  Device d;
+  T* cells = static_cast<T*>(d.cells);
+  auto launch = [&] {
+    atomic_latency<Op, E, SPACE><<<1, 1>>>(cells, d.slope);
+    SMD_CHECK(cudaGetLastError());
+    SMD_CHECK(cudaDeviceSynchronize());
+    mem::Slope s;
+    T result[2];
+    SMD_CHECK(cudaMemcpy(&s, d.slope, sizeof(s), cudaMemcpyDeviceToHost));
+    SMD_CHECK(cudaMemcpy(result, cells, sizeof(result), cudaMemcpyDeviceToHost));
+    if (result[0] != T(0) || result[1] != T(0)) smd::fail("atomic chain changed its cell: the chain is broken");
+    return s;
+  };
+  launch();
+  smd::Record rec{id, point, "latency", "cycle"};
+  std::vector<double> cycles, clock;
+  for (int r = 0; r < repeats; ++r) {
+    mem::Slope s;
+    {
+      smd::NvtxRange range(smd::range_name(id, point, "timed"));
+      s = launch();
+    }
+    rec.samples.push_back(mem::per_step(s, kSteps));
+    cycles.push_back(double(s.c2 - s.c0)), clock.push_back(mem::mhz(s));
+    rec.smid = int(s.smid);
+  }
+  rec.cycles = smd::median(cycles), rec.clock_mhz = smd::median(clock), rec.iterations = kSteps;
+  smd::emit(rec);
+}
+
+// Atomics per cycle per SM: all atomics over the grid's wall-clock span (globaltimer) at the SM clock.
+template <class Op, class E, int SPACE>
+void throughput(const std::string& id, const std::map<std::string, long>& point, int repeats) {
+  const long contended = smd::param(point, "contention");
+  if (contended != 0 && contended != 1) smd::fail("contention must be 0 (a word per thread) or 1 (one word)", 2);
+  Device d;
+  const int sms = mem::sizes().sms;
+  std::vector<smd::Stamp> stamps(d.ctas);
+  auto launch = [&] {
+    atomic_throughput<Op, E, SPACE><<<d.ctas, kThreads>>>(static_cast<typename E::T*>(d.cells), typename E::T(0),
+                                                        int(contended), d.stamps);
+    SMD_CHECK(cudaGetLastError());
+    SMD_CHECK(cudaDeviceSynchronize());
+    SMD_CHECK(cudaMemcpy(stamps.data(), d.stamps, d.ctas * sizeof(smd::Stamp), cudaMemcpyDeviceToHost));
+  };
+  launch();
+  smd::Record rec{id, point, "throughput", "atom/cycle/SM"};
+  std::vector<double> clock;
+  const double ops = double(d.ctas) * kThreads * kPerThread;
+  for (int r = 0; r < repeats; ++r) {
+    {
+      smd::NvtxRange range(smd::range_name(id, point, "timed"));
+      launch();
+    }
+    unsigned long long n0 = stamps[0].ns0, n1 = stamps[0].ns1;
+    std::vector<double> mhz;
+    for (const auto& s : stamps) {
+      n0 = std::min(n0, s.ns0), n1 = std::max(n1, s.ns1);
+      if (s.ns1 > s.ns0) mhz.push_back((s.c1 - s.c0) * 1e3 / double(s.ns1 - s.ns0));
+    }
+    const double mhz_median = smd::median(mhz);
+    rec.samples.push_back(ops / ((n1 - n0) * 1e-3 * mhz_median) / sms);
+    clock.push_back(mhz_median);
+  }
+  rec.clock_mhz = smd::median(clock), rec.iterations = kPerThread;
+  smd::emit(rec);
+}
+
+// A point's instantiation: its type is the index into Es (0 u32, 1 u64, 2 f32, 3 f64).
+template <class Op, bool LATENCY, int SPACE, class... Es>
+void run(const std::string& id, const std::map<std::string, long>& point, int repeats) {
+  const long type = smd::param(point, "type");
+  bool ran = false;
+  long index = 0;
+  auto one = [&](auto e) {
+    using E = decltype(e);
+    if (type != index++) return;
+    ran = true;
+    (LATENCY ? latency<Op, E, SPACE> : throughput<Op, E, SPACE>)(id, point, repeats);
+  };
+  (one(Es{}), ...);
+  if (!ran) smd::fail("type=" + std::to_string(type) + " is not compiled for this case", 2);
+}
+
+// --list: one kernel per type the case's sweep can select.
+template <class Op, bool LATENCY, int SPACE, class... Es>
+std::vector<smd::KernelInfo> list(const char* op) {
+  std::vector<smd::KernelInfo> out;
+  const char* names[] = {Es::kName...};
+  const std::string kernel = LATENCY ? "atomic_latency<" : "atomic_throughput<";
+  for (long t = 0; t < long(sizeof...(Es)); ++t)
+    out.push_back(mem::kernel(kernel + op + "," + names[t] + "," + std::to_string(SPACE) + ">",
+                              LATENCY ? 32 : kPerThread, LATENCY ? kSteps : 1, {{"type", t}}));
+  return out;
+}
+
+#define SMD_ATOMIC_CASE(id, Op, LATENCY, SPACE, ...) \
+  {id, [] { return list<Op, LATENCY, SPACE, __VA_ARGS__>(#Op); }, run<Op, LATENCY, SPACE, __VA_ARGS__>}
+
+int main(int argc, char** argv) {
+  return smd::family_main(argc, argv,
+                          {SMD_ATOMIC_CASE("atomic_add_global_latency", Add, true, kGlobal, U32, U64, F32, F64),
+                           SMD_ATOMIC_CASE("atomic_add_shared_latency", Add, true, kShared, U32, U64, F32, F64),
+                           SMD_ATOMIC_CASE("atomic_add_system_latency", AddSystem, true, kGlobal, U32, U64, F32, F64),
+                           SMD_ATOMIC_CASE("atomic_cas_global_latency", Cas, true, kGlobal, U32, U64),
+                           SMD_ATOMIC_CASE("atomic_cas_shared_latency", Cas, true, kShared, U32, U64),
+                           SMD_ATOMIC_CASE("atomic_add_global_throughput", Add, false, kGlobal, U32, U64, F32, F64),
+                           SMD_ATOMIC_CASE("atomic_add_shared_throughput", Add, false, kShared, U32, U64, F32, F64),
+                           SMD_ATOMIC_CASE("atomic_cas_global_throughput", Cas, false, kGlobal, U32, U64),
+                           SMD_ATOMIC_CASE("atomic_cas_shared_throughput", Cas, false, kShared, U32, U64)});
+}

@@ -1,0 +1,158 @@
+"""Faults, each from a real failing input: one line that names the fix, never a traceback, and no lost work."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES, ROOT, run_cli
+from smdissect import device, ncu, tables
+from smdissect.errors import SmdissectError
+from test_workflow import NO_GPU, copy_workflow, snakemake
+
+SMD = [sys.executable, "-m", "smdissect"]
+REPORT = FIXTURES / "h200" / "latency-float-ffma.ncu-rep"
+# What ncu 2025 prints when the driver keeps the counters for admins (its exit status may still be 0).
+NCU_REFUSED = """==PROF== Connected to process 113001 (/tmp/bench)
+==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters on the \
+target device 0. For instructions on enabling permissions and to get more information see \
+https://developer.nvidia.com/ERR_NVGPUCTRPERM
+==PROF== Disconnected from process 113001
+==WARNING== No kernels were profiled.
+"""
+
+
+def one_line(proc: subprocess.CompletedProcess[str]) -> str:
+    """The failure's only stderr line, after asserting that it failed with exactly one `smdissect:` line."""
+    assert proc.returncode != 0, proc.stdout[-1000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip() and not ln.startswith("Using workflow")]
+    assert len(lines) == 1 and lines[0].startswith("smdissect: "), proc.stderr[-3000:]
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return copy_workflow(tmp_path_factory.mktemp("wf"))
+
+
+def test_no_nvcc(workdir: Path) -> None:
+    path = os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep) if not (Path(d) / "nvcc").exists())
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "--dry-run"], cwd=workdir,
+                          capture_output=True, text=True, env=os.environ | {"PATH": path})  # fmt: skip
+    line = one_line(proc)
+    assert line == "smdissect: nvcc not found: install the CUDA toolkit or set nvcc: in config/config.yaml"
+
+
+@pytest.mark.parametrize(
+    ("setting", "key"),
+    [
+        ("categories=[latency;rm -rf /]", "config.categories[0]"),
+        ("categories=[$(touch PWNED)]", "config.categories[0]"),
+        ("nvcc_flags=[-O3;touch PWNED]", "config.nvcc_flags[0]"),
+        ("nvcc_flags=[-O3 `touch PWNED`]", "config.nvcc_flags[0]"),
+        ("nvcc=nvcc;touch PWNED", "config.nvcc"),
+        ("ncu=$(touch PWNED)", "config.ncu"),
+        ("gpu=h200;touch PWNED", "config.gpu"),
+    ],
+)
+def test_shell_in_config_is_rejected(workdir: Path, setting: str, key: str) -> None:
+    proc = snakemake(workdir, "--dry-run", "--config", setting)
+    line = one_line(proc)
+    assert line.startswith(f"smdissect: {key}: ") and line.endswith("(fix config/config.yaml or --config)")
+    assert "does not match" in line
+    assert not (workdir / "PWNED").exists()
+
+
+@pytest.mark.parametrize("keep", [100, REPORT.stat().st_size // 2, REPORT.stat().st_size - 416])
+def test_truncated_ncu_report(tmp_path: Path, keep: int) -> None:
+    report = tmp_path / "profile.ncu-rep"
+    report.write_bytes(REPORT.read_bytes()[:keep])
+    (tmp_path / "profile.json").write_text('{"chip": "gh100"}')
+    proc = run_cli(*SMD, "parse", "--report", str(report), "--meta", str(tmp_path / "profile.json"), "--out-ncu",
+                   str(tmp_path / "n.parquet"), "--out-stalls", str(tmp_path / "s.parquet"), "--out-pipes",
+                   str(tmp_path / "p.parquet"))  # fmt: skip
+    line = one_line(proc)
+    assert "truncated or corrupt" in line and line.endswith("delete it and re-run its profile job")
+    assert not list(tmp_path.glob("*.parquet"))
+
+
+@pytest.mark.parametrize("damage", ["truncate", "zero_middle"])
+def test_corrupted_parquet(tmp_path: Path, damage: str) -> None:
+    good = tmp_path / "good.parquet"
+    tables.write("raw", tables.frame("raw", []), good)
+    data = good.read_bytes()
+    bad = tmp_path / "raw.parquet"
+    bad.write_bytes(data[: len(data) // 2] if damage == "truncate" else data[:4] + bytes(len(data) - 8) + data[-4:])
+    proc = run_cli(*SMD, "crossval", "--kernels", str(ROOT / "kernels"), "--category", "latency", "--out",
+                   str(tmp_path / "crossval.parquet"), "--raw", str(bad))  # fmt: skip
+    line = one_line(proc)
+    assert line.startswith(f"smdissect: {bad} is not a readable raw table") and line.endswith("delete it and re-run")
+    assert not (tmp_path / "crossval.parquet").exists()
+
+
+def test_source_that_does_not_compile(tmp_path: Path) -> None:
+    kernels = tmp_path / "kernels"
+    shutil.copytree(ROOT / "kernels", kernels)
+    source = kernels / "latency" / "float.cu"
+    source.write_text(source.read_text() + "\nint broken = ;\n")
+    binary = tmp_path / "build" / "float"
+    proc = run_cli(*SMD, "build", "--source", str(source), "--binary", str(binary), "--listing",
+                   str(binary.with_suffix(".json")), "--arch", "sm_90a", "--include", str(kernels / "common"),
+                   "--nvcc", "nvcc", "--flags=-O3 -std=c++17")  # fmt: skip
+    line = one_line(proc)
+    assert line.startswith(f"smdissect: nvcc failed on {source} for sm_90a: ") and "error" in line
+    assert not binary.exists() and not list(binary.parent.glob(".float.*"))  # no half-written binary left
+
+
+def test_counters_refused(tmp_path: Path) -> None:
+    params = tmp_path / "params"
+    params.write_text("ResmanDebugLevel: 4294967295\nRmProfilingAdminOnly: 1\nEnableMSI: 1\n")
+    assert "NVreg_RestrictProfilingToAdminUsers=0" in device.counters_permitted(params, euid=1000)
+    fake = tmp_path / "ncu"
+    fake.write_text(f"#!/bin/sh\ncat <<'EOF'\n{NCU_REFUSED}EOF\n")
+    fake.chmod(0o755)
+    with pytest.raises(SmdissectError) as err:
+        ncu.profile(str(fake), ["sm__cycles_active.max"], tmp_path / "p.ncu-rep", ["true"], 30)
+    message = str(err.value)
+    assert "\n" not in message and "ERR_NVGPUCTRPERM" in message and "NVreg_RestrictProfilingToAdminUsers=0" in message
+
+
+@pytest.mark.skipif(not NO_GPU, reason="checks the no-GPU path; this machine has a GPU")
+def test_gpu_job_without_gpu(tmp_path: Path) -> None:
+    proc = run_cli(*SMD, "run", "--binary", "build/sm_90a/latency/float", "--arch", "sm_90a", "--cuda", "13.0",
+                   "--out", str(tmp_path / "raw.parquet"), "--out-status", str(tmp_path / "status.parquet"),
+                   "--kernels", "kernels", "--category", "latency", "--family", "float", "--repeats", "3",
+                   "--device", "0")  # fmt: skip
+    assert one_line(proc).startswith("smdissect: this job needs a GPU: ")
+    assert device.snapshot("GPU-00000000-0000-0000-0000-000000000000")["nvml"].startswith("NVML unavailable")
+
+
+def test_interrupted_run_resumes_and_keeps_finished_results(tmp_path: Path) -> None:
+    copy_workflow(tmp_path)
+    fams = ("float", "sfu")
+    outputs = [f"build/sm_90a/latency/{f}{ext}" for f in fams for ext in ("", ".json")]
+    outputs += [f"results/static/sm_90a/latency/{f}/{t}.parquet" for f in fams for t in ("sass", "sass_checks")]
+    targets = [o for o in outputs if o.endswith("sass.parquet")]
+    args = [sys.executable, "-m", "snakemake", "--cores", "1", *targets, "--config", "static_archs=[sm_90a]"]
+    with (tmp_path / "first.err").open("w") as err:
+        first = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+        deadline = time.monotonic() + 180
+        while not re.search(r"\b[1-3] of 4 steps", (tmp_path / "first.err").read_text()):
+            assert first.poll() is None and time.monotonic() < deadline, (tmp_path / "first.err").read_text()
+            time.sleep(0.2)
+        os.killpg(first.pid, signal.SIGINT)  # Ctrl-C: snakemake and its running job
+        first.wait(60)
+    kept = {o: (tmp_path / o).stat().st_mtime_ns for o in outputs if (tmp_path / o).exists()}
+    assert kept and len(kept) < len(outputs), kept
+    second = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert all((tmp_path / o).exists() for o in outputs)
+    assert {o: (tmp_path / o).stat().st_mtime_ns for o in kept} == kept  # finished results were not redone

@@ -1,0 +1,127 @@
+"""The memory category: manifest, real builds for sm_90a and sm_120a, their SASS against the manifest, and the
+report view on frames shaped like a real run."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import ARCHS, ROOT
+from smdissect import catalog, sass
+from smdissect.views import memory as view
+
+CASES = catalog.load(ROOT / "kernels", "memory")
+FAMILIES = sorted(catalog.families(CASES))
+
+
+def listing(binary: Path) -> dict[str, list[dict]]:
+    """Case id -> its kernels, from the binary's own --list."""
+    out = subprocess.run([str(binary), "--list"], capture_output=True, text=True, check=True).stdout
+    return {entry["case"]: entry["kernels"] for entry in map(json.loads, out.splitlines())}
+
+
+def test_manifest_profile_sweeps_narrow_the_sweep() -> None:
+    for case in CASES:
+        for key, values in (case.profile_sweep or {}).items():
+            assert key in case.sweep and set(values) <= set(case.sweep[key]), case.id
+
+
+def test_profiled_launches_stay_within_the_ncu_budget() -> None:
+    for family, cases in catalog.families(CASES).items():
+        launches = sum(math.prod(len(v) for v in c.profiled_sweep().values()) for c in cases)
+        assert launches < 150, family
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("family", FAMILIES)
+def test_family_lists_its_cases_and_its_sass_holds(
+    compiled: Callable[[str, str, str], Path], arch: str, family: str
+) -> None:
+    binary = compiled(arch, "memory", family)
+    kernels = listing(binary)
+    cases = {c.id: c for c in catalog.families(CASES)[family]}
+    assert set(kernels) == set(cases)
+    counts = sass.opcodes(sass.dump(binary))
+    for case_id, entries in kernels.items():
+        for k in entries:
+            assert k["symbol"] in counts, f"{case_id}: {k['symbol']} not in the SASS"
+            bad = [r for r in sass.check(cases[case_id], counts[k["symbol"]], k["ops"]) if r["verdict"] != "agree"]
+            assert not bad, f"{arch} {case_id} {k['symbol']}: {bad}"
+
+
+def test_bad_parameters_fail_with_one_line(compiled: Callable[[str, str, str], Path]) -> None:
+    binary = compiled("sm_90a", "memory", "shared")
+    proc = subprocess.run([str(binary), "--case", "nope"], capture_output=True, text=True)
+    assert proc.returncode != 0 and len(proc.stderr.strip().splitlines()) == 1
+
+
+def raw_frame(rows: list[tuple[str, dict[str, int], str, list[float]]]) -> pd.DataFrame:
+    """A raw table as the run stage writes it: one row per sample."""
+    out = []
+    for case, params, metric, samples in rows:
+        for i, v in enumerate(samples):
+            out.append({"gpu": "NVIDIA H200", "case": case, "params": json.dumps(params, sort_keys=True),
+                        "metric": metric, "unit": "", "repeat": i, "value": v, "cycles": 0.0, "iterations": 1,
+                        "clock_mhz": 1980.0, "smid": 3})  # fmt: skip
+    return pd.DataFrame(out)
+
+
+STAIRCASE = {1: 34.0, 64: 34.5, 256: 35.0, 512: 270.0, 8192: 272.0, 65536: 300.0, 131072: 680.0, 262144: 700.0}
+
+
+def test_levels_found_from_the_data() -> None:
+    curve = pd.DataFrame({"footprint_kb": list(STAIRCASE), "value": list(STAIRCASE.values())})
+    found = view.levels(curve)
+    assert list(found["capacity (KB)"].dropna()) == [256, 65536]
+    assert found["latency (cycle)"].iloc[0] == pytest.approx(34.5)
+    flat = curve.assign(value=40.0)
+    assert view.levels(flat)["capacity (KB)"].isna().all()
+
+
+def test_slope_and_knee() -> None:
+    ways = pd.DataFrame({"ways": np.arange(1, 33), "value": 30 + 2.0 * np.arange(1, 33)})
+    assert view.conflict_slope(ways) == pytest.approx(2.0)
+    mlp = pd.DataFrame({"loads": [1, 4, 8, 16, 32], "value": [600, 605, 610, 900, 1800]})
+    assert view.knee(mlp) == 8
+
+
+def test_view_on_a_real_shaped_run() -> None:
+    rows = [("chase", {"footprint_kb": k, "stride_b": s}, "latency", [v, v + 0.5]) for k, v in STAIRCASE.items()
+            for s in (0, 128)]  # fmt: skip
+    rows += [("smem_bank_conflict", {"ways": w}, "latency", [30.0 + 2 * w]) for w in range(1, 33)]
+    rows += [("mlp", {"footprint_kb": 8192, "loads": n}, "latency", [600.0 + n]) for n in (1, 2, 4)]
+    rows += [("dram_read", {"ctas": c, "loads": 4}, "bandwidth", [c * 4.0]) for c in (1, 1024)]
+    rows += [("dram_read", {"ctas": c, "loads": 4}, "fraction_of_peak", [c * 4.0 / 4900]) for c in (1, 1024)]
+    rows += [("memcpy_d2d", {}, "bandwidth", [4000.0])]
+    rows += [("atomic_add_global_latency", {"type": 2}, "latency", [600.0])]
+    rows += [("atomic_add_shared_throughput", {"contention": 1, "type": 0}, "throughput", [0.5])]
+    rows += [("chase_near_far", {"footprint_kb": 8192, "sm_slot": 0}, m, [v])
+             for m, v in (("latency_near", 250.0), ("latency_far", 420.0), ("far_share", 0.5))]  # fmt: skip
+    html = dict(view.sections({"raw": raw_frame(rows)}))
+    staircase = html["Pointer-chase staircase and detected levels"]
+    assert "<svg" in staircase and "random (128 B lines)" in staircase and "65536" in staircase
+    assert "2.00 cycles per extra way" in html["Shared memory: bank conflicts, widths, broadcast, capacity"]
+    assert "1.024" in html["Bandwidth"]  # best dram_read (4096 GB/s) over memcpy_d2d (4000 GB/s)
+    assert "f32" in html["Atomics"] and "full (one word)" in html["Atomics"]
+    assert "420" in html["L2 near and far partitions (per-load latency clusters)"]
+
+
+@pytest.mark.parametrize("frames", [{}, {"raw": pd.DataFrame()}])
+def test_view_without_measurements_says_so(frames: dict[str, pd.DataFrame]) -> None:
+    for title, body in view.sections(frames):
+        assert "no " in body and "measurements" in body, title
+
+
+@pytest.mark.gpu
+def test_shared_latency_runs_and_is_steady(compiled: Callable[[str, str, str], Path]) -> None:
+    binary = compiled("sm_90a", "memory", "shared")
+    out = subprocess.run([str(binary), "--case", "smem_latency", "--param", "bits=32", "--repeats", "5"],
+                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    (record,) = [json.loads(line) for line in out.splitlines()]
+    assert 10 < record["value"] < 100 and max(record["samples"]) - min(record["samples"]) < 2

@@ -1,0 +1,76 @@
+"""The scale-out profiles: SLURM (dry run, and the sbatch lines it really submits), local multi-GPU."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from test_workflow import copy_workflow, snakemake
+
+# Stands in for the SLURM tools: records every call (argv, NUL-separated), answers like a cluster
+# where every job fails at once, so snakemake submits, polls once and stops.
+FAKE_SLURM = """#!/bin/sh
+tool=$(basename "$0")
+printf '%s\\0' "$tool" "$@" >> "$FAKE_SLURM_LOG"; printf '\\n' >> "$FAKE_SLURM_LOG"
+case "$tool" in
+  sbatch) echo 4242 ;;
+  sacct) case "$*" in *JobIdRaw*) echo "4242|FAILED" ;; *Account*) echo smd_account ;; esac ;;
+  squeue) echo "4242|FAILED" ;;
+  sacctmgr) echo smd_account ;;
+esac
+"""
+SLURM_TOOLS = ["sbatch", "sacct", "squeue", "sacctmgr", "sshare", "sinfo", "scontrol", "scancel"]
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return copy_workflow(tmp_path_factory.mktemp("wf"))
+
+
+def test_slurm_dry_run(workdir: Path) -> None:
+    dry = snakemake(workdir, "--workflow-profile", "profiles/slurm", "--dry-run")
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    assert "slurm_partition=cpu" in dry.stdout and "runtime=20" in dry.stdout
+
+
+def sbatch_calls(workdir: Path, fake: Path, targets: list[str], env: pytest.MonkeyPatch) -> list[list[str]]:
+    """Run snakemake with the SLURM profile against fake SLURM tools; the argv of every sbatch call."""
+    fake.mkdir()
+    (fake / "slurm").write_text(FAKE_SLURM)
+    (fake / "slurm").chmod(0o755)
+    for tool in SLURM_TOOLS:
+        (fake / tool).symlink_to("slurm")
+    log = fake / "calls"
+    env.setenv("FAKE_SLURM_LOG", str(log))
+    env.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
+    proc = snakemake(workdir, "--workflow-profile", "profiles/slurm", "--slurm-init-seconds-before-status-checks", "1",
+                     *targets)  # fmt: skip
+    assert "SLURM status is: 'FAILED'" in proc.stdout + proc.stderr, proc.stderr[-3000:]
+    calls = [line.split("\0")[:-1] for line in log.read_text().splitlines()]
+    return [c[1:] for c in calls if c[0] == "sbatch"]
+
+
+def test_sbatch_lines(workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two GPU models in one invocation (their binaries already built): each run job asks for its own model.
+    for arch in ("sm_90a", "sm_120a"):
+        (workdir / "build" / arch / "latency").mkdir(parents=True, exist_ok=True)
+        for name in ("float", "float.json"):
+            (workdir / "build" / arch / "latency" / name).touch()
+    runs = ["results/h200/sm_90a/latency/float/raw.parquet", "results/rtx_pro_5000/sm_120a/latency/float/raw.parquet"]
+    calls = sbatch_calls(workdir, tmp_path / "slurm", [*runs, "build/sm_90a/latency/sfu"], monkeypatch)
+    by_rule = {next(a for a in c if a.startswith("rule_")): c for c in calls}
+    gpu = {k.split("_wildcards_")[1].split("_sm_")[0]: c for k, c in by_rule.items() if k.startswith("rule_run")}
+    assert sorted(gpu) == ["h200", "rtx_pro_5000"], by_rule.keys()
+    for model, argv in gpu.items():
+        assert f"--gpus={model}:1" in argv
+        assert argv[argv.index("-p") + 1] == "gpu" and argv[argv.index("-t") + 1] == "30"
+        assert any(a.startswith("--wrap=") and "--target-jobs 'run:gpu=" + model in a for a in argv)
+    build = by_rule["rule_build_wildcards_sm_90a_latency_sfu"]
+    assert build[build.index("-p") + 1] == "cpu" and build[build.index("-t") + 1] == "20"
+    assert not any(a.startswith(("--gpus", "--gres")) for a in build)
+
+
+def test_multigpu_dry_run(workdir: Path) -> None:
+    dry = snakemake(workdir, "--workflow-profile", "profiles/multigpu", "--dry-run")
+    assert dry.returncode == 0, dry.stderr[-2000:]

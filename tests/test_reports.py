@@ -1,0 +1,99 @@
+"""Index, coverage and compare pages from the committed H200 tables; Snakemake's own report bundle."""
+
+from __future__ import annotations
+
+import re
+import sys
+import zipfile
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import ROOT, run_cli
+from smdissect import catalog, compare, coverage, tables
+from test_workflow import NO_GPU, copy_workflow, snakemake
+
+RUN = ROOT / "reports" / "h200" / "tables"
+
+
+def cells(page: str) -> list[list[str]]:
+    """The text of every table row of an HTML page."""
+    rows = re.findall(r"<tr>(.*?)</tr>", page)
+    return [[re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", r)] for r in rows]
+
+
+@pytest.fixture(scope="module")
+def measured() -> pd.DataFrame:
+    return compare.result_set(RUN)
+
+
+def test_paper_comparison_uses_the_cases_reference_rows(measured: pd.DataFrame) -> None:
+    cases = catalog.load(ROOT / "kernels", "latency")
+    table = compare.against_paper(measured, cases, pd.read_csv(ROOT / "reference" / "seed_sm120.csv"))
+    ffma = table.set_index("case").loc["ffma"]
+    assert ffma["at"] == '{"ilp":1,"warps":1}' and 4.0 < ffma.measured < 4.1
+    assert ffma.paper_sm120 == 4.22 and ffma.paper_sm90 == 4 and abs(ffma.ratio_sm120 - ffma.measured / 4.22) < 1e-12
+    assert set(table.case) == {c.id for c in cases if c.paper}
+
+
+def test_diff_flags_only_beyond_the_spread(measured: pd.DataFrame) -> None:
+    shifted = measured.copy()
+    shifted["median"] = shifted["median"] + 0.5 * shifted["spread"]  # within noise everywhere
+    assert not compare.diff(measured, shifted)["flagged"].any()
+    moved = shifted.index[shifted["case"] == "ffma"]
+    shifted.loc[moved, "median"] += 1.0
+    flagged = compare.diff(measured, shifted).query("flagged")
+    assert set(flagged["case"]) == {"ffma"} and len(flagged) == len(moved)
+
+
+def test_coverage_accounts_for_every_planned_point() -> None:
+    cases = catalog.load(ROOT / "kernels", "latency")
+    points = [tables.canonical_params(p) for p in cases[0].points()]
+    status = pd.DataFrame({"category": "latency", "case": cases[0].id, "params": points[1:],
+                           "status": ["measured"] * (len(points) - 2) + ["failed"], "reason": ""})  # fmt: skip
+    cov = coverage.coverage(cases, ["sm_90a", "sm_120a"], "sm_90a", status, "no GPU")
+    assert len(cov) == 2 * sum(len(c.points()) for c in cases)
+    mine = cov[(cov.case == cases[0].id) & (cov.arch == "sm_90a")].set_index("params").status
+    assert mine[points[0]] == "missing" and mine[points[-1]] == "failed" and mine[points[1]] == "measured"
+    assert (cov[cov.arch == "sm_120a"].status == "static-only").all()
+    counts = coverage.counts(cov).set_index(["category", "arch"])
+    assert counts.loc[("latency", "sm_90a"), "measured"] == len(points) - 2
+
+
+def test_compare_cli_writes_the_paper_diff(tmp_path: Path) -> None:
+    out = tmp_path / "compare.html"
+    proc = run_cli(sys.executable, "-m", "smdissect", "compare", "--a", str(RUN), "--b", "paper",
+                   "--categories", "latency", "--out", str(out))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    rows = cells(out.read_text())
+    header = next(r for r in rows if r[:2] == ["category", "case"])
+    ffma = next(r for r in rows if r[1] == "ffma" and r[2] == "latency")
+    record = dict(zip(header, ffma, strict=True))
+    assert record["median_b"] == "4.22" and record["flagged"] == "True"
+    missing = run_cli(sys.executable, "-m", "smdissect", "compare", "--a", str(tmp_path), "--out", str(out))
+    assert missing.returncode != 0 and missing.stderr.strip().endswith("run the pipeline for that GPU first")
+
+
+def test_index_from_committed_tables(tmp_path: Path) -> None:
+    out = tmp_path / "index.html"
+    raw = [str(p) for p in sorted(RUN.rglob("raw.parquet"))]
+    proc = run_cli(sys.executable, "-m", "smdissect", "index", "--kernels", "kernels", "--gpu", "h200", "--out",
+                   str(out), "--categories", "latency", "--archs", "sm_90a", "sm_120a", "--run-arch", "sm_90a",
+                   "--raw", *raw, "--skipped", "{}", "--provenance", "{}")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    page = out.read_text()
+    assert "Instruction reference table" in page and "Cross-generation comparison" in page
+    rows = cells(page)
+    ffma = next(r for r in rows if r[:3] == ["latency", "ffma", "fma.rn.f32"])  # the instruction table's row
+    assert ffma[3] == "fma" and ffma[4].startswith("4.04") and ffma[6].startswith("3.9")
+    assert re.search(r"planned measurements .*missing: <b>\d+</b>", page)  # no status tables given: all missing
+
+
+@pytest.mark.skipif(not NO_GPU, reason="uses the no-GPU run; this machine has a GPU")
+def test_snakemake_report_bundles_the_pages(tmp_path: Path) -> None:
+    copy_workflow(tmp_path)
+    assert snakemake(tmp_path, "latency").returncode == 0
+    proc = snakemake(tmp_path, "latency", "--report", "bundle.zip")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    names = zipfile.ZipFile(tmp_path / "bundle.zip").namelist()
+    assert any(n.endswith("latency.html") for n in names), names

@@ -1,0 +1,121 @@
+"""Device slots (concurrent GPU jobs never share a device, all finish, a dead holder frees its GPU) and the
+GPU state each job records (throttle reasons by name, NVML absent)."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pynvml
+import pytest
+from conftest import ROOT
+from smdissect import device, slots
+from smdissect.errors import SmdissectError
+
+UUIDS = [f"GPU-{i:08x}-0000-0000-0000-000000000000" for i in range(3)]
+
+
+def job(locks: str, busy: str, uuids: list[str | None]) -> None:
+    """One GPU job: hold a slot, mark its device busy (failing if already marked), work, unmark."""
+    with slots.acquire(uuids, Path(locks), wait_s=60, poll_s=0.01) as index:
+        marker = Path(busy) / str(index)
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)  # FileExistsError: device held twice
+        os.write(fd, f"{os.getpid()}".encode())
+        os.close(fd)
+        time.sleep(0.05)
+        (Path(busy) / f"done-{os.getpid()}-{index}").touch()
+        marker.unlink()
+
+
+def run_jobs(tmp_path: Path, uuids: list[str | None], count: int) -> list[int]:
+    """Run `count` jobs at once in separate processes; the device index each one got."""
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=job, args=(str(tmp_path / "locks"), str(busy), uuids)) for _ in range(count)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0] * count, "a job failed: a device was held twice, or it timed out"
+    return sorted(int(p.name.rsplit("-", 1)[1]) for p in busy.glob("done-*"))
+
+
+def test_concurrent_jobs_never_share_a_device(tmp_path: Path) -> None:
+    indices = run_jobs(tmp_path, UUIDS, 12)
+    assert len(indices) == 12
+    assert set(indices) == {0, 1, 2}  # the jobs spread over every device
+
+
+def test_only_eligible_devices_are_handed_out(tmp_path: Path) -> None:
+    assert set(run_jobs(tmp_path, [None, UUIDS[1], None], 4)) == {1}
+
+
+def test_no_eligible_device_is_one_line(tmp_path: Path) -> None:
+    with (
+        pytest.raises(SmdissectError, match="no GPU of the configured model is visible"),
+        slots.acquire([None, None], tmp_path),
+    ):
+        pass
+
+
+def test_a_killed_holder_releases_its_device(tmp_path: Path) -> None:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import time; from pathlib import Path; from smdissect import slots\n"
+         f"with slots.acquire({UUIDS[:1]!r}, Path({str(tmp_path)!r})) as i:\n"
+         "    print('held', i, flush=True); time.sleep(120)"],
+        stdout=subprocess.PIPE, text=True, env=os.environ | {"PYTHONPATH": str(ROOT / "workflow")},
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().split() == ["held", "0"]
+        held = rf"no free GPU after 0 s, all 1 held: .*pid {holder.pid}\)"
+        with pytest.raises(SmdissectError, match=held), slots.acquire(UUIDS[:1], tmp_path, wait_s=0.3):
+            pass
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    with slots.acquire(UUIDS[:1], tmp_path, wait_s=5) as index:
+        assert index == 0
+
+
+def test_lock_folder_follows_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(slots.LOCK_DIR_ENV, str(tmp_path / "shared"))
+    with slots.acquire(UUIDS[:1]) as index:
+        assert index == 0 and (tmp_path / "shared" / f"{UUIDS[0]}.lock").exists()
+    monkeypatch.delenv(slots.LOCK_DIR_ENV)
+    assert slots.lock_dir() == slots.LOCK_DIR
+
+
+def test_throttle_reasons_by_name() -> None:
+    assert device.throttle_names(pynvml.nvmlClocksEventReasonNone) == ""
+    mask = pynvml.nvmlClocksEventReasonGpuIdle | pynvml.nvmlClocksEventReasonSwPowerCap
+    assert device.throttle_names(mask) == "gpu_idle,sw_power_cap"
+    mask = pynvml.nvmlClocksEventReasonHwThermalSlowdown | pynvml.nvmlClocksThrottleReasonBoardLimit | 0x10000
+    assert device.throttle_names(mask) == "hw_thermal_slowdown,board_limit,0x10000"
+    assert len(device.throttle_names(pynvml.nvmlClocksThrottleReasonAll).split(",")) == 11
+
+
+@pytest.mark.skipif(not isinstance(device.query(0), str), reason="checks the no-GPU path; this machine has a GPU")
+def test_snapshot_without_nvml() -> None:
+    state = device.snapshot(UUIDS[0])
+    assert state["nvml"].startswith(f"NVML unavailable for {UUIDS[0]} (") and "\n" not in state["nvml"]
+    assert state["throttle"] == "" and state["processes"] == []
+    assert state["sm_clock_mhz"] != state["sm_clock_mhz"] and state["mem_clock_mhz"] != state["mem_clock_mhz"]  # NaN
+    assert device.uuids_like() == device.query(0)
+
+
+@pytest.mark.gpu
+def test_snapshot_and_slots_on_this_gpu(tmp_path: Path) -> None:
+    gpu = device.query(0)
+    state = device.snapshot(gpu.uuid)
+    assert state["nvml"] == "" and state["sm_clock_mhz"] > 0 and state["mem_clock_mhz"] > 0
+    assert os.getpid() not in state["processes"]
+    uuids = device.uuids_like(0)
+    assert uuids[0] == gpu.uuid
+    with slots.acquire(uuids, tmp_path) as index:
+        assert device.query(index).uuid == uuids[index]

@@ -1,0 +1,1 @@
+"""Per-category report views: `sections(frames) -> [(title, html)]`, placed after the summary."""
