@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -115,10 +116,11 @@ def run_id(gpu: Gpu) -> str:
 
 
 def commit(root: Path) -> str:
-    """The pipeline's git commit ('-dirty' with uncommitted edits), or 'unknown' outside a git checkout."""
+    """The pipeline's git commit ('-dirty' with uncommitted edits); outside a git checkout (a copied tree),
+    $SMDISSECT_COMMIT or 'unknown'."""
     head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True)
     if head.returncode != 0:
-        return "unknown"
+        return os.environ.get("SMDISSECT_COMMIT", "unknown")
     dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
                            capture_output=True, text=True).stdout.strip()  # fmt: skip
     return head.stdout.strip() + ("-dirty" if dirty else "")
