@@ -56,7 +56,7 @@ def test_latency_samples_spread_under_one_cycle(binaries: dict[str, Path], famil
 def test_ncu_counts_the_ffma_chain(binaries: dict[str, Path], gpu: device.Gpu, tmp_path: Path) -> None:
     report = tmp_path / "ffma.ncu-rep"
     metrics = [*ncu.BASE, ncu.pipe_metric("fma")]
-    ncu.profile("ncu", metrics, report, [str(binaries["float"]), "--case", "ffma", "--repeats", "1"])
+    ncu.profile("ncu", metrics, report, [str(binaries["float"]), "--case", "ffma", "--repeats", "1"], timeout=300)
     rows = [r for r in parse.metric_rows(report, gpu.chip) if r["variant"] == "long"]
     fma = next(r["value"] for r in rows if r["metric"] == ncu.pipe_metric("fma"))
     assert abs(fma - 512 * 256) / (512 * 256) < 0.01

@@ -114,7 +114,8 @@ __device__ __forceinline__ void warm_pass(const uint4* warm, long vecs, uint64_t
 
 // Warm pass by the whole CTA, then thread 0 chases N chains for n and 2n steps.
 template <class Load, int N>
-__global__ void chase_kernel(ChaseArgs a) {
+__global__ void __launch_bounds__(1024, 1) chase_kernel(ChaseArgs a) {  // the warm pass uses 1024 threads
+
   warm_pass(a.warm, a.warm_vecs, a.cursors);
   if (threadIdx.x != 0) return;
   uint64_t p[N];  // read from global memory, so the cursors live in vector registers (LDC, not ULDC)

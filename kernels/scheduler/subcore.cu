@@ -21,7 +21,7 @@ void pair(const std::string& id, const std::map<std::string, long>& point, int r
   for (int r = 0; r < repeats; ++r) {
     std::vector<sched::WarpStamp> st;
     {
-      smd::NvtxRange range(smd::range_name(id, point, ""));
+      smd::NvtxRange range(smd::range_name(id, point, "main"));
       st = sched::run_pipe_loop<Op, kIlp>(1, kCtaWarps, kIters, active);
     }
     const auto& a = st[0];
@@ -53,7 +53,7 @@ void warpid_map(const std::string& id, const std::map<std::string, long>& point,
   for (int r = 0; r < repeats; ++r) {
     std::vector<sched::WarpStamp> st;
     {
-      smd::NvtxRange range(smd::range_name(id, point, ""));
+      smd::NvtxRange range(smd::range_name(id, point, "main"));
       st = sched::run_pipe_loop<Ffma, 1>(1, int(warps), 1, ~0ull);
     }
     const unsigned w0 = st[0].warpid;  // slots may start anywhere: compare against warp 0's

@@ -56,7 +56,7 @@ void scaling(const std::string& id, const std::map<std::string, long>& point, in
   for (int r = 0; r < repeats; ++r) {
     std::vector<sched::WarpStamp> st;
     {
-      smd::NvtxRange range(smd::range_name(id, point, ""));
+      smd::NvtxRange range(smd::range_name(id, point, "main"));
       st = sched::run_pipe_loop<Op, 1>(ctas, cta_warps, kIters, ~0ull);
     }
     std::vector<double> t, n;
@@ -94,7 +94,7 @@ void max_resident(const std::string& id, const std::map<std::string, long>& poin
   int smid = -1;
   for (int r = 0; r < repeats; ++r) {
     {
-      smd::NvtxRange range(smd::range_name(id, point, ""));
+      smd::NvtxRange range(smd::range_name(id, point, "main"));
       resident_spin<<<ctas, cta_warps * 32>>>(stamps.ptr, kSpin);
       SMD_CHECK(cudaGetLastError());
       SMD_CHECK(cudaDeviceSynchronize());
