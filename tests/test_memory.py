@@ -84,6 +84,16 @@ def test_levels_found_from_the_data() -> None:
     assert view.levels(flat)["capacity (KB)"].isna().all()
 
 
+def test_points_between_levels_are_transitions() -> None:
+    steps = {1: 32.0, 64: 31.8, 192: 31.9, 256: 110.0, 384: 243.0, 512: 270.0, 8192: 268.0, 16384: 272.0,
+             49152: 420.0, 131072: 560.0, 262144: 590.0}  # fmt: skip
+    curve = pd.DataFrame({"footprint_kb": list(steps), "value": list(steps.values())})
+    labels = dict(zip(curve["footprint_kb"], view.regions(curve), strict=True))
+    assert labels[1] == labels[192] == "level 1" and labels[512] == labels[16384] == "level 2"
+    assert labels[256] == labels[384] == labels[49152] == "transition"
+    assert labels[131072] == labels[262144] == "level 3"
+
+
 def test_slope_and_knee() -> None:
     ways = pd.DataFrame({"ways": np.arange(1, 33), "value": 30 + 2.0 * np.arange(1, 33)})
     assert view.conflict_slope(ways) == pytest.approx(2.0)
@@ -106,6 +116,7 @@ def test_view_on_a_real_shaped_run() -> None:
     html = dict(view.sections({"raw": raw_frame(rows)}))
     staircase = html["Pointer-chase staircase and detected levels"]
     assert "<svg" in staircase and "random (128 B lines)" in staircase and "65536" in staircase
+    assert "level 1" in staircase and "transition" in staircase  # 65536 KB: 300 cycles, 11% off the L2 plateau
     assert "2.00 cycles per extra way" in html["Shared memory: bank conflicts, widths, broadcast, capacity"]
     assert "1.024" in html["Bandwidth"]  # best dram_read (4096 GB/s) over memcpy_d2d (4000 GB/s)
     assert "f32" in html["Atomics"] and "full (one word)" in html["Atomics"]

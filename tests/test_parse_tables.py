@@ -136,3 +136,9 @@ def test_binary_records_become_one_row_per_sample() -> None:
     assert len(df) == sum(len(r["samples"]) for r in records) and df.repeat.max() == 8
     latency = df[(df.case == "mufu_rcp") & (df.metric == "latency")]
     assert latency.params.iloc[0] == '{"ilp":1,"warps":1}' and latency.value.max() - latency.value.min() < 1.0
+
+
+def test_a_point_the_binary_skipped_keeps_its_reason() -> None:
+    stderr = 'chase {"footprint_kb":1024,"stride_b":2048}: pointer chase phases disagree: n steps took 9 cycles\n'
+    assert run.skipped_why(stderr, '{"footprint_kb":1024,"stride_b":2048}').endswith("n steps took 9 cycles")
+    assert run.skipped_why(stderr, '{"footprint_kb":1,"stride_b":0}') == "the binary emitted no record for this point"

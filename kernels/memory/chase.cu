@@ -6,8 +6,12 @@
 
 #include "memory.cuh"
 
-constexpr int kSteps = 2048;  // timed dependent loads: n then 2n
-constexpr int kHist = 1024;   // individually timed loads of the near/far case
+// Timed dependent loads of the staircase: n then 2n, n >= kSteps (a multiple of the chain's cycle where
+// it is short, see mem::chase_args): 3n >= 49152 loads per sample, so the slope of a DRAM-latency point
+// averages enough loads to settle within a cycle, and one launch stays under ~20 ms.
+constexpr int kSteps = 16384;
+constexpr int kNearFarSteps = 2048;  // slope of the near/far case (L2-resident, one launch per SM slot)
+constexpr int kHist = 1024;          // individually timed loads of the near/far case
 constexpr int kSmSlots = 16;  // sm_slot s runs on SM s * SMs / 16
 
 void run_chase(const std::string& id, const std::map<std::string, long>& point, int repeats) {
@@ -23,10 +27,11 @@ __global__ void near_far_kernel(unsigned target_sm, int* claimed, unsigned* dt, 
   if (threadIdx.x == 0) mine = smd::sm_id() == target_sm && atomicCAS(claimed, 0, 1) == 0;
   __syncthreads();
   if (!mine) return;
-  mem::warm_pass(a.warm, a.warm_vecs, a.cursors);
+  mem::warm_pass(a.warm, a.warm_slots, a.warm_stride, a.cursors);
   if (threadIdx.x != 0) return;
   uint64_t p[1] = {a.start[0]};
   const uint32_t slot = uint32_t(__cvta_generic_to_shared(&seen));
+  mem::chase<LoadCa, 1>(p, a.warm_steps);
 #pragma unroll 1
   for (int k = 0; k < kHist; ++k) {
     const long long t0 = smd::clock_cycles();
@@ -68,7 +73,7 @@ void run_near_far(const std::string& id, const std::map<std::string, long>& poin
   const auto& c = mem::chain_for(smd::param(point, "footprint_kb"), 0);
   const mem::Sizes sz = mem::sizes();
   const unsigned target = unsigned(slot * sz.sms / kSmSlots);
-  mem::ChaseArgs a = mem::chase_args(c, 1, kSteps);
+  mem::ChaseArgs a = mem::chase_args(c, 1, kNearFarSteps);
   mem::ChaseScratch scratch;
   a.out = scratch.out, a.cursors = scratch.cursors;
   int* claimed_d;
@@ -102,10 +107,11 @@ void run_near_far(const std::string& id, const std::map<std::string, long>& poin
     SMD_CHECK(cudaMemcpy(&end, scratch.cursors, sizeof(end), cudaMemcpyDeviceToHost));
     if (s.smid != target) smd::fail("near/far CTA ran on the wrong SM");
     if (end < c.address(0) || end >= c.address(0) + uint64_t(c.bytes)) smd::fail("near/far chase left its footprint");
+    if (const std::string why = mem::phase_mismatch(s); !why.empty()) smd::fail(why);
     if (r < 0) continue;
     // Each individually timed load also holds a shared store and two clock reads: that overhead is
     // the mean of the one-by-one timings minus the slope latency of the same launch.
-    const double slope = mem::per_step(s, kSteps);
+    const double slope = mem::per_step(s, a.steps);
     double mean = 0;
     for (unsigned d : dt) mean += d / double(kHist);
     std::vector<double> corrected;
@@ -127,5 +133,6 @@ int main(int argc, char** argv) {
   return smd::family_main(
       argc, argv,
       {{"chase", [] { return std::vector{mem::kernel("chase_kernel<LoadCa,1>", 32, kSteps)}; }, run_chase},
-       {"chase_near_far", [] { return std::vector{mem::kernel("near_far_kernel", 32, kSteps)}; }, run_near_far}});
+       {"chase_near_far", [] { return std::vector{mem::kernel("near_far_kernel", 32, kNearFarSteps)}; },
+        run_near_far}});
 }

@@ -5,6 +5,7 @@
 #include <memory>
 #include <numeric>
 #include <random>
+#include <string>
 
 #include "../common/harness.cuh"
 
@@ -59,17 +60,28 @@ struct Slope {
 inline double per_step(const Slope& s, long steps) { return double((s.c2 - s.c1) - (s.c1 - s.c0)) / steps; }
 inline double mhz(const Slope& s) { return s.ns2 > s.ns0 ? (s.c2 - s.c0) * 1e3 / double(s.ns2 - s.ns0) : 0.0; }
 
+// The slope is a per-load latency only if both phases walk lines in the same cache state: then the 2n
+// steps take about twice the n steps (less, by the fixed overhead). Anything else (the first phase slowed
+// by lines the second finds cached, or the reverse) fails with one line instead of emitting a wrong number.
+// Why the two timed phases of a chase disagree (phase 2 should take about twice phase 1), or "" if they agree.
+inline std::string phase_mismatch(const Slope& s) {
+  const double t1 = double(s.c1 - s.c0), t2 = double(s.c2 - s.c1);
+  if (t2 >= 1.5 * t1 && t2 <= 2.5 * t1) return "";
+  return "pointer chase phases disagree: n steps took " + std::to_string(s.c1 - s.c0) + " cycles, 2n steps " +
+         std::to_string(s.c2 - s.c1) + " (want about 2x): the chain's cache state changed between them";
+}
 
 constexpr int kMaxChains = 64;
 constexpr int kLine = 128;  // slot size of a random chain: every step touches a new cache line
 
-// One chase launch: the footprint every thread of the CTA reads first (warm pass: caches and TLB),
-// the chains' start cursors, and where thread 0 writes its clocks and final cursors.
+// One chase launch: the slots every thread of the CTA reads first (warm pass: caches and TLB), the
+// chains' start cursors, and where thread 0 writes its clocks and final cursors.
 struct ChaseArgs {
-  const uint4* warm;
-  long warm_vecs;
+  const uint64_t* warm;  // slot k's pointer is warm[k * warm_stride]
+  long warm_slots, warm_stride;
   uint64_t start[kMaxChains];  // host side; the kernel reads them from `cursors`
-  int warm_steps;  // untimed chase steps before c0 (warms caches the warm pass cannot reach)
+  int warm_steps;  // untimed chase steps before c0: whole cycles of the chain, so the timed phases find the
+                   // cache in the steady state of walking it (the warm pass leaves a different one)
   int steps;
   Slope* out;
   uint64_t* cursors;
@@ -94,29 +106,38 @@ __device__ __forceinline__ void chase(uint64_t (&p)[N], int steps) {
       for (int i = 0; i < N; ++i) p[i] = Load::next(p[i]);
 }
 
-// All threads read the footprint (8 independent 16 B loads in flight each), so this SM's L1, the L2
-// and the TLBs hold it; the XOR is kept behind a store the compiler cannot drop.
-__device__ __forceinline__ void warm_pass(const uint4* warm, long vecs, uint64_t* sink) {
-  unsigned acc = 0;
+// All threads read the pointer of every slot (8 independent loads in flight each): exactly the sectors
+// the chase touches, so this SM's L1, the L2 and the TLBs hold the chain and nothing else of the
+// footprint (at stride 2048 B the chain's lines are 1/16 of it). The XOR is kept behind a store the
+// compiler cannot drop.
+__device__ __forceinline__ void warm_pass(const uint64_t* warm, long slots, long stride, uint64_t* sink) {
+  uint64_t acc = 0;
   constexpr int kDepth = 8;
-  long i = threadIdx.x;
-  for (; i + (kDepth - 1) * long(blockDim.x) < vecs; i += kDepth * long(blockDim.x)) {
-    uint4 v[kDepth];
+  const long threads = blockDim.x;
+  long k = threadIdx.x;
+  for (; k + (kDepth - 1) * threads < slots; k += kDepth * threads) {
+    uint64_t v[kDepth];
 #pragma unroll
-    for (int k = 0; k < kDepth; ++k) v[k] = warm[i + k * long(blockDim.x)];
+    for (int d = 0; d < kDepth; ++d) v[d] = warm[(k + d * threads) * stride];
 #pragma unroll
-    for (int k = 0; k < kDepth; ++k) acc ^= v[k].x ^ v[k].w;
+    for (int d = 0; d < kDepth; ++d) acc ^= v[d];
   }
-  for (; i < vecs; i += blockDim.x) acc ^= warm[i].x;
-  if (acc == 0x9e3779b9u) sink[kMaxChains] = acc;
+  for (; k < slots; k += threads) acc ^= warm[k * stride];
+  if (acc == 0x9e3779b97f4a7c15ull) sink[kMaxChains] = acc;
   __syncthreads();
 }
 
-// Warm pass by the whole CTA, then thread 0 chases N chains for n and 2n steps.
-template <class Load, int N>
-__global__ void __launch_bounds__(1024, 1) chase_kernel(ChaseArgs a) {  // the warm pass uses 1024 threads
+// Threads of a chase CTA (all warm, one chases): 1024 while the N cursors fit the 64 registers a thread
+// of a 1024-thread CTA may hold; 256 (up to 255 registers) for more chains, which would spill otherwise.
+template <int N>
+__host__ __device__ constexpr int chase_threads() {
+  return N > 16 ? 256 : 1024;
+}
 
-  warm_pass(a.warm, a.warm_vecs, a.cursors);
+// Warm pass by the whole CTA, then thread 0 chases N chains for warm_steps (untimed), n and 2n steps.
+template <class Load, int N>
+__global__ void __launch_bounds__(chase_threads<N>(), 1) chase_kernel(ChaseArgs a) {
+  warm_pass(a.warm, a.warm_slots, a.warm_stride, a.cursors);
   if (threadIdx.x != 0) return;
   uint64_t p[N];  // read from global memory, so the cursors live in vector registers (LDC, not ULDC)
 #pragma unroll
@@ -229,7 +250,7 @@ template <class Load, int N>
 Slope launch_chase(ChaseArgs a, const ChaseScratch& scratch, uint64_t base, long bytes) {
   a.out = scratch.out, a.cursors = scratch.cursors;
   SMD_CHECK(cudaMemcpy(a.cursors, a.start, N * sizeof(uint64_t), cudaMemcpyHostToDevice));
-  chase_kernel<Load, N><<<1, 1024>>>(a);
+  chase_kernel<Load, N><<<1, chase_threads<N>()>>>(a);
   SMD_CHECK(cudaGetLastError());
   SMD_CHECK(cudaDeviceSynchronize());
   Slope s;
@@ -242,7 +263,8 @@ Slope launch_chase(ChaseArgs a, const ChaseScratch& scratch, uint64_t base, long
   return s;
 }
 
-// Time `repeats` NVTX-wrapped launches (after one untimed launch) and emit cycles per step.
+// Time `repeats` NVTX-wrapped launches (after one untimed launch) and emit cycles per step; a point whose
+// phases disagree emits no record (one stderr line says why), so the run lists it as failed, not as a number.
 template <class Load, int N>
 void measure_chase(const std::string& id, const std::map<std::string, long>& point, int repeats, ChaseArgs a,
                    uint64_t base, long bytes) {
@@ -256,6 +278,10 @@ void measure_chase(const std::string& id, const std::map<std::string, long>& poi
       smd::NvtxRange range(smd::range_name(id, point, "timed"));
       s = launch_chase<Load, N>(a, scratch, base, bytes);
     }
+    if (const std::string why = phase_mismatch(s); !why.empty()) {
+      std::fprintf(stderr, "%s %s: %s\n", id.c_str(), smd::params_json(point).c_str(), why.c_str());
+      return;
+    }
     rec.samples.push_back(per_step(s, a.steps));
     cycles.push_back(double(s.c2 - s.c0));
     clock.push_back(mhz(s));
@@ -265,14 +291,28 @@ void measure_chase(const std::string& id, const std::map<std::string, long>& poi
   smd::emit(rec);
 }
 
-// Chase arguments for a chain: warm the whole footprint, N cursors from the chain.
+// Chase arguments for a chain: warm its slots, N cursors from the chain, and the step counts.
+// A chain whose cycle (rounded up to whole loop bodies) is at most 2 x `steps` slots is walked in whole
+// cycles: n is the first multiple of the cycle >= steps, and n untimed steps (at least one full cycle)
+// first bring the caches to the steady state of walking it, so both timed phases see the same lines in
+// the same state. A longer cycle (at least 2 x steps = 4 MB of lines for the chase: L2-resident or beyond)
+// is not revisited in the 3n timed steps; its warm pass leaves every line in one state, so n = steps and
+// no warm steps (a full cycle would take too long). At most 4 x 2 x steps chase steps per launch.
 inline ChaseArgs chase_args(const Chain& c, int n, int steps) {
   ChaseArgs a{};
-  a.warm = reinterpret_cast<const uint4*>(c.buf);
-  a.warm_vecs = c.bytes / 16;
+  a.warm = c.buf;
+  a.warm_slots = c.slots;
+  a.warm_stride = c.slot / 8;
   auto s = c.starts(n);
   std::copy(s.begin(), s.end(), a.start);
-  a.steps = steps;
+  const long cycle = std::lcm(c.slots, 32L);  // 32: every unroll<N>() divides it
+  if (cycle <= 2L * steps) {
+    a.steps = int((steps + cycle - 1) / cycle * cycle);
+    a.warm_steps = a.steps;
+  } else {
+    a.steps = steps;
+    a.warm_steps = 0;
+  }
   return a;
 }
 

@@ -77,9 +77,15 @@ def execute(binary: Path, cases: list[Case], arch: str, repeats: int, device_ind
         out.records += records
         seen = {canonical_params(r["params"]) for r in records}
         out.status += [{"case": case.id, "params": p, "status": "measured" if p in seen else "failed",
-                        "reason": "" if p in seen else "the binary emitted no record for this point"}
+                        "reason": "" if p in seen else skipped_why(proc.stderr, p)}
                        for p in map(canonical_params, case.points())]  # fmt: skip
     return out
+
+
+def skipped_why(stderr: str, params: str) -> str:
+    """Why a binary emitted no record for a point: its stderr line naming the point, else a generic line."""
+    lines = [ln.strip() for ln in stderr.splitlines() if params in ln]
+    return lines[-1] if lines else "the binary emitted no record for this point"
 
 
 def parse_records(stdout: str) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ import pandas as pd
 from smdissect import report
 
 JUMP = 1.2  # a footprint whose latency exceeds the running plateau by 20% starts a new level
+NEAR = 0.05  # a point within 5% of its level's plateau is on it; farther, or alone, it is a transition
 PAGE_KB = 2048  # the driver's large page: how many pages a footprint spans (TLB reach)
 DATASHEET_GBS = {"H200": 4800.0, "H100": 3350.0}  # published DRAM bandwidth, by GPU name (datasheet)
 TYPES = {0: "u32", 1: "u64", 2: "f32", 3: "f64"}
@@ -59,7 +60,27 @@ def _level(curve: pd.DataFrame, start: int, members: list[int], capacity: bool) 
         "to (KB)": last,
         "latency (cycle)": float(np.median([curve.value[j] for j in members])),
         "capacity (KB)": last if capacity else math.nan,
+        "points": len(members),
     }
+
+
+def regions(curve: pd.DataFrame) -> pd.Series:
+    """Per point of one latency-vs-footprint curve (index kept): 'level k' where it sits on the k-th detected
+    level (a plateau of at least two points, within NEAR of its latency), else 'transition': a footprint
+    between two levels (straddling a cache's capacity), whose latency mixes hits and misses and so varies
+    more from run to run than a plateau's."""
+    curve = curve.sort_values("footprint_kb")
+    found = levels(curve)
+    out = pd.Series("transition", index=curve.index, dtype=object)
+    k = 0
+    for _, lv in found.iterrows():
+        if lv["points"] < 2:
+            continue
+        k += 1
+        on = curve["footprint_kb"].between(lv["from (KB)"], lv["to (KB)"])
+        near = (curve["value"] - lv["latency (cycle)"]).abs() <= NEAR * lv["latency (cycle)"]
+        out[on & near] = f"level {k}"
+    return out
 
 
 def _staircase(raw: pd.DataFrame | None) -> str:
@@ -80,13 +101,17 @@ def _staircase(raw: pd.DataFrame | None) -> str:
     found = pd.concat(
         [levels(g).assign(stride=stride_label(s)) for s, g in data.groupby("stride_b")], ignore_index=True
     )
+    found = found[found["points"] >= 2]
+    data["region"] = pd.concat([regions(g) for _, g in data.groupby("stride_b")])
     rows = data.assign(
         pages_2mb=np.ceil(data["footprint_kb"] / PAGE_KB).astype(int),
-        tlb="warmed: the CTA read every page just before the timed pass",
-    )[["footprint_kb", "stride", "value", "spread", "pages_2mb", "tlb"]]
+        tlb="warmed: the CTA read every slot of the chain just before the timed pass",
+    )[["footprint_kb", "stride", "region", "value", "spread", "pages_2mb", "tlb"]]
     note = report.empty(
         f"levels detected from the data: a new level starts where latency exceeds the running plateau by "
-        f"{JUMP - 1:.0%}; its capacity is the last footprint before the jump (the next sweep point bounds it)"
+        f"{JUMP - 1:.0%}; its capacity is the last footprint before the jump (the next sweep point bounds it). "
+        f"Levels need two points; a footprint off every level by more than {NEAR:.0%} is a transition: it "
+        f"straddles a cache's capacity, so its latency mixes hits and misses and varies more between runs"
     )
     return (
         report.svg(chart)
