@@ -32,28 +32,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
-def built(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str, str], Path]:
-    """Every (arch, category, family) binary, compiled for real with nvcc, two at a time."""
-    out = tmp_path_factory.mktemp("build")
-    jobs = {
-        (arch, cat, fam): out / arch / cat / fam
-        for arch in ARCHS
-        for cat in catalog.categories(ROOT / "kernels")
-        for fam in catalog.families(catalog.load(ROOT / "kernels", cat))
-    }
-
-    def compile_one(key: tuple[str, str, str]) -> None:
-        arch, cat, fam = key
-        source = ROOT / "kernels" / cat / f"{fam}.cu"
-        build.compile_family("nvcc", source, jobs[key], arch, ROOT / "kernels" / "common", FLAGS)
-        build.write_listing(jobs[key], jobs[key].with_suffix(".json"))
-
-    with ThreadPoolExecutor(2) as pool:
-        list(pool.map(compile_one, jobs))
-    return jobs
-
-
-@pytest.fixture(scope="session")
 def compiled(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str, str], Path]:
     """Compile one (arch, category, family) on first use, with its listing beside it."""
     out = tmp_path_factory.mktemp("family")
@@ -68,6 +46,15 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str, st
         return binary
 
     return compile_one
+
+
+@pytest.fixture(scope="session")
+def built(compiled: Callable[[str, str, str], Path]) -> dict[tuple[str, str, str], Path]:
+    """Every (arch, category, family) binary, compiled for real with nvcc (once per session), two at a time."""
+    keys = [(arch, cat, fam) for arch in ARCHS for cat in catalog.categories(ROOT / "kernels")
+            for fam in catalog.families(catalog.load(ROOT / "kernels", cat))]  # fmt: skip
+    with ThreadPoolExecutor(2) as pool:
+        return dict(zip(keys, pool.map(lambda key: compiled(*key), keys), strict=True))
 
 
 def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:

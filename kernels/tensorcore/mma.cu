@@ -1,0 +1,90 @@
+// mma.sync latency and throughput for every format both sm_90a and sm_120a accept, and 2:4 sparse mma.sp.
+#include <cuda_fp16.h>
+
+#include "ops.cuh"
+
+// Bit patterns of small values: f16 2^-7, bf16 2^-7, tf32 2^-7, e4m3 2^-3, e5m2 2^-7, s8/u8 1, s4 1, b1 0x55.
+constexpr uint32_t kBf16 = 0x3C003C00u, kTf32 = 0x3C000000u, kE4m3 = 0x20202020u,
+                   kE5m2 = 0x20202020u, kI8 = 0x01010101u, kI4 = 0x11111111u, kB1 = 0x55555555u;
+
+// m16n8k16 f16 x f16 -> f16: a 2-register accumulator of packed halves.
+struct F16F16 : Mma424<kF16, kF16, false> {
+  static constexpr const char* name = "F16F16";
+  using Acc = tc::Frag<uint32_t, 2>;
+  static constexpr double flop = 2.0 * 16 * 8 * 16;
+  static constexpr tc::Counter counter = tc::Counter::hmma;
+  static int insts(int) { return 1; }
+  __device__ static void init(Acc& c, float seed, int chain) {
+    for (auto& v : c.v) v = __half_as_ushort(__float2half(seed * (chain + 1))) * 0x10001u;
+  }
+  static bool valid(const Acc& c) { return tc::finite_f16x2(c.v[0]) && tc::finite_f16x2(c.v[1]); }
+  __device__ static void step(Acc& d, const Ctx& x) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, {%0,%1};"
+                 : "+r"(d.v[0]), "+r"(d.v[1])
+                 : "r"(x.a[0]), "r"(x.a[1]), "r"(x.a[2]), "r"(x.a[3]), "r"(x.b[0]), "r"(x.b[1]));
+  }
+};
+
+// m8n8k4 f64 (DMMA): one f64 of A and of B, two f64 accumulators per thread.
+struct F64F64 {
+  static constexpr const char* name = "F64F64";
+  using Acc = tc::Frag<double, 2>;
+  struct Ctx {
+    double a, b;
+  };
+  static constexpr int kThreads = 32, kMaxThreads = 512, kBody = 32, kPerStep = 1;
+  static constexpr double flop = 2.0 * 8 * 8 * 4;
+  static constexpr tc::Counter counter = tc::Counter::dmma;
+  static int insts(int major) { return major == 9 ? 1 : 0; }
+  __device__ static Ctx setup(float) { return {1.0 / 128, 1.0 / 128}; }
+  __device__ static void init(Acc& c, float seed, int chain) { c.v[0] = c.v[1] = double(seed) * (chain + 1); }
+  static bool valid(const Acc& c) { return std::isfinite(c.v[0]) && std::isfinite(c.v[1]); }
+  __device__ static void step(Acc& d, const Ctx& x) {
+    asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};"
+                 : "+d"(d.v[0]), "+d"(d.v[1])
+                 : "d"(x.a), "d"(x.b));
+  }
+};
+
+// 2:4 sparse m16n8k32 f16 -> f32 with ordered metadata 0x4 per group (indices 0 < 1); FLOP counted dense.
+struct SpF16F32 : Mma424<kF16, kF16, true> {
+  static constexpr const char* name = "SpF16F32";
+  static constexpr double flop = 2.0 * 16 * 8 * 32;
+  static constexpr tc::Counter counter = tc::Counter::hmma;
+  static int insts(int) { return 1; }
+  __device__ static void step(Acc& d, const Ctx& x) {
+    asm volatile(
+        "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9,%8,%9}, {%0,%1,%2,%3}, %10, 0x0;"
+        : "+r"(d.v[0]), "+r"(d.v[1]), "+r"(d.v[2]), "+r"(d.v[3])
+        : "r"(x.a[0]), "r"(x.a[1]), "r"(x.a[2]), "r"(x.a[3]), "r"(x.b[0]), "r"(x.b[1]), "r"(0x44444444u));
+  }
+};
+
+SMD_MMA424(Bf16F32, true, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+           SMD_UNSCALED, 0, kBf16, kBf16, true, 16, 8, 16, hmma, 1);
+SMD_MMA424(Tf32F32, true, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
+           SMD_UNSCALED, 0, kTf32, kTf32, true, 16, 8, 8, hmma, 1);
+SMD_MMA424(E4m3F32, true, "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32",
+           SMD_UNSCALED, 0, kE4m3, kE4m3, true, 16, 8, 32, tensor, major == 12);
+SMD_MMA424(E5m2F32, true, "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32",
+           SMD_UNSCALED, 0, kE5m2, kE5m2, true, 16, 8, 32, tensor, major == 12);
+SMD_MMA424(S8S32, true, "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32",
+           SMD_UNSCALED, 0, kI8, kI8, false, 16, 8, 32, imma, 1);
+SMD_MMA424(U8S32, true, "mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32",
+           SMD_UNSCALED, 0, kI8, kI8, false, 16, 8, 32, imma, 1);
+SMD_MMA424(S4S32, true, "mma.sync.aligned.m16n8k64.row.col.s32.s4.s4.s32",
+           SMD_UNSCALED, 0, kI4, kI4, false, 16, 8, 64, imma, 2);
+SMD_MMA424(B1S32, true, "mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.and.popc",
+           SMD_UNSCALED, 0, kB1, kB1, false, 16, 8, 256, tensor, major == 9 ? 1 : 8);
+
+int main(int argc, char** argv) {
+  return smd::family_main(
+      argc, argv,
+      {tc::warp_case<F16F16>("mma_f16_f16"), tc::warp_case<F16F32>("mma_f16_f32"),
+       tc::warp_case<Bf16F32>("mma_bf16_f32"), tc::warp_case<Tf32F32>("mma_tf32_f32"),
+       tc::warp_case<E4m3F32>("mma_e4m3_f32"), tc::warp_case<E5m2F32>("mma_e5m2_f32"),
+       tc::warp_case<S8S32>("mma_s8_s32"), tc::warp_case<U8S32>("mma_u8_s32"), tc::warp_case<S4S32>("mma_s4_s32"),
+       tc::warp_case<B1S32>("mma_b1_s32"), tc::warp_case<F64F64>("mma_f64_f64"),
+       tc::warp_case<SpF16F32>("mma_sp_f16_f32")});
+}
