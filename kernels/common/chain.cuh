@@ -18,7 +18,7 @@ __global__ void chain_kernel(const typename Op::T* in, typename Op::T* sink, Sta
   using T = typename Op::T;
   T v[ILP];
 #pragma unroll
-  for (int i = 0; i < ILP; ++i) v[i] = in[i];  // distinct loads: the chains cannot be merged
+  for (int i = 0; i < ILP; ++i) v[i] = in[i + flag * threadIdx.x];  // flag is 0: not provably warp-uniform
   const T a = in[kMaxIlp], b = in[kMaxIlp + 1];
   __syncthreads();
   const long long c0 = clock_cycles();
