@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -31,13 +32,13 @@ def test_ffma_latency_is_four_cycles_with_sub_cycle_spread() -> None:
 
 
 def test_ffma_pipe_counter_matches_the_chain_within_one_percent() -> None:
-    cv = read("crossval", GPU_DIR.parent)
+    cv = read("crossval")
     pipe = cv[(cv.case == "ffma") & cv.check.str.contains("sm__inst_executed_pipe_fma.sum")]
     assert len(pipe) == 12 and (pipe.rel_err <= 0.01).all() and (pipe.verdict == "agree").all()
 
 
 def test_every_case_has_verdicts_and_every_disagree_an_explanation() -> None:
-    cv = read("crossval", GPU_DIR.parent)
+    cv = read("crossval")
     assert set(cv.verdict) <= set(tables.VERDICTS)
     assert set(cv.case) == {c.id for c in catalog.load(ROOT / "kernels", "latency")}
     unexplained = cv[(cv.verdict == "disagree") & (cv.note.fillna("").str.len() == 0)]
@@ -53,13 +54,13 @@ def test_every_gpu_row_carries_provenance() -> None:
         assert df.driver.str.len().gt(0).all() and df.sm_clock_after_mhz.gt(0).all(), kind
 
 
-def test_crossval_reproduces_the_committed_verdicts(built: dict) -> None:
+def test_crossval_reproduces_the_committed_verdicts(compiled: Callable[[str, str, str], Path]) -> None:
     cases = catalog.load(ROOT / "kernels", "latency")
-    listings = [p.with_suffix(".json") for (arch, cat, _), p in built.items() if arch == "sm_90a" and cat == "latency"]
+    listings = [compiled("sm_90a", "latency", f).with_suffix(".json") for f in catalog.families(cases)]
     rows = crossval.crossval(cases, read("raw"), read("ncu"), read("stalls"), read("sass_checks", RUN / "static"
-                             / "sm_90a"), pipeline.kernel_ops(listings))  # fmt: skip
+                             / "sm_90a" / "latency"), pipeline.kernel_ops(listings))  # fmt: skip
     ours = {(r["case"], r["params"], r["check"]): r["verdict"] for r in rows}
-    committed = read("crossval", GPU_DIR.parent)
+    committed = read("crossval")
     theirs = dict(
         zip(zip(committed.case, committed.params, committed.check, strict=True), committed.verdict, strict=True)
     )

@@ -75,6 +75,7 @@ def make(raw_config: dict[str, Any], root: Path) -> Plan:
         plan.skipped = {stage: f"no GPU: {gpu}" for stage in GPU_STAGES}
         return plan
     plan.gpu, plan.run_arch = gpu, gpu.arch if settings["arch"] == "auto" else settings["arch"]
+    plan.profiled = {c: [f for f in fs if _runs_any(kernels, c, f, plan.run_arch)] for c, fs in profiled.items()}
     if catalog.sm_version(plan.run_arch) > catalog.sm_version(gpu.arch):
         raise SmdissectError(f"arch {plan.run_arch} cannot run on {gpu.name} ({gpu.arch}): set arch: auto")
     build.find_tool(settings["ncu"], "install Nsight Compute or set ncu: in config/config.yaml")
@@ -82,6 +83,12 @@ def make(raw_config: dict[str, Any], root: Path) -> Plan:
     if reason:
         raise SmdissectError(reason)
     return plan
+
+
+def _runs_any(kernels: Path, category: str, family: str, arch: str) -> bool:
+    """Whether any case of a family runs on `arch` (a family of static-only cases there has nothing to profile)."""
+    cases = catalog.families(catalog.load(kernels, category))[family]
+    return any(case.unsupported(arch) is None for case in cases)
 
 
 def announce(plan: Plan) -> None:

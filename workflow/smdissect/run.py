@@ -122,11 +122,13 @@ def run_id(gpu: Gpu) -> str:
 
 
 def commit(root: Path) -> str:
-    """The pipeline's git commit ('-dirty' with uncommitted edits); outside a git checkout (a copied tree),
-    $SMDISSECT_COMMIT or 'unknown'."""
+    """The pipeline's commit: $SMDISSECT_COMMIT when set (a copied tree whose .git is not the source's), else
+    git's HEAD ('-dirty' with uncommitted edits), else 'unknown'."""
+    if os.environ.get("SMDISSECT_COMMIT"):
+        return os.environ["SMDISSECT_COMMIT"]
     head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True)
     if head.returncode != 0:
-        return os.environ.get("SMDISSECT_COMMIT", "unknown")
+        return "unknown"
     dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
                            capture_output=True, text=True).stdout.strip()  # fmt: skip
     return head.stdout.strip() + ("-dirty" if dirty else "")

@@ -13,9 +13,11 @@ from smdissect import report
 # Datasheet dense peaks (TFLOPS or TOPS) per input format, with the clock and SM count they assume.
 DATASHEET = {
     "sm_90": {
-        "source": "NVIDIA H200 SXM datasheet (dense), 132 SMs at 1980 MHz boost",
+        # 989.4 TFLOPS = 132 SMs x 4096 FLOP/cycle x 1830 MHz: the datasheet's tensor figures assume 1830 MHz,
+        # not the 1980 MHz maximum SM clock, so the per-SM-per-cycle peak is 4096 (f16).
+        "source": "NVIDIA H200 SXM datasheet (dense), 132 SMs at the 1830 MHz its tensor figures assume",
         "sms": 132,
-        "mhz": 1980.0,
+        "mhz": 1830.0,
         "tflops": {
             "f16": 989.4,
             "bf16": 989.4,
