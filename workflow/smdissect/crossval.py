@@ -41,7 +41,7 @@ def _row(case: Case, params: str, check: str, kind: str, ours: float, theirs: fl
         err = abs(theirs - ours) / abs(ours) if ours else float("inf")
         verdict = "agree" if err <= tol else "disagree"
     if verdict == "disagree":
-        note = case.explain.get(kind, note or WHY[kind])
+        note = case.explain.get(kind) or _follows(case, kind) or note or WHY[kind]
     return {
         "case": case.id,
         "params": params,
@@ -53,6 +53,13 @@ def _row(case: Case, params: str, check: str, kind: str, ours: float, theirs: fl
         "verdict": verdict,
         "note": note,
     }
+
+
+def _follows(case: Case, kind: str) -> str:
+    """A pipe or CPI disagreement that follows from the case's own account of its instruction count."""
+    if kind in ("pipe", "cpi") and "instructions" in case.explain:
+        return f"follows from the instruction count: {case.explain['instructions']}"
+    return ""
 
 
 def _metric(ncu: pd.DataFrame, variant: str, name: str) -> float:
@@ -161,6 +168,8 @@ def crossval(
         else:
             rows += expect_rows(case, params, point_raw, point_ncu)
             variant = next((v for v in point_raw.variant if v), "")
-            rows.append(_stall_row(case, params, point_stalls[point_stalls.variant == variant],
-                                   "" if variant else "a record naming its variant"))  # fmt: skip
+            point = json.loads(params)
+            at_one = point.get("ilp", 1) == 1 and point.get("warps", 1) == 1  # as for chains: one chain, one warp
+            only = "" if variant and at_one else "ilp=1, warps=1 only" if variant else "a record naming its variant"
+            rows.append(_stall_row(case, params, point_stalls[point_stalls.variant == variant], only))
     return rows
