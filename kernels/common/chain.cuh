@@ -147,21 +147,11 @@ inline int chain_main(int argc, char** argv, std::initializer_list<ChainCase> ca
     }
     return 0;
   }
-  if (args.cases.empty()) fail("no --case given (see --list)", 2);
   for (const auto& [key, values] : args.params)
     if (key != "ilp" && key != "warps") fail("unknown parameter '" + key + "' (chain cases take ilp, warps)", 2);
   args.params.try_emplace("ilp", std::vector<long>{1});
   args.params.try_emplace("warps", std::vector<long>{1});
-  select_device(args.device);
-  warm_up();
-  for (const auto& id : args.cases) {
-    const ChainCase* found = nullptr;
-    for (const auto& c : cases)
-      if (id == c.id) found = &c;
-    if (!found) fail("unknown case '" + id + "' (see --list)", 2);
-    for (const auto& point : sweep(args.params)) found->run(id, point, args.repeats);
-  }
-  return 0;
+  return run_named(args, cases);
 }
 
 }  // namespace smd

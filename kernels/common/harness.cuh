@@ -284,6 +284,23 @@ inline void print_listing(const char* id, const std::vector<KernelInfo>& kernels
   std::printf("%s]}\n", s.c_str());
 }
 
+// Run each named case over the sweep, after selecting the device and warming it up; an unknown case or no
+// case is a one-line error. `Case` has `id` and `run(id, point, repeats)` (FamilyCase, ChainCase).
+template <class Case>
+int run_named(const Args& args, std::initializer_list<Case> cases) {
+  if (args.cases.empty()) fail("no --case given (see --list)", 2);
+  select_device(args.device);
+  warm_up();
+  for (const auto& id : args.cases) {
+    const Case* found = nullptr;
+    for (const auto& c : cases)
+      if (id == c.id) found = &c;
+    if (!found) fail("unknown case '" + id + "' (see --list)", 2);
+    for (const auto& point : sweep(args.params)) found->run(id, point, args.repeats);
+  }
+  return 0;
+}
+
 // main() of a generic family: --list describes every case's kernels; otherwise run the named cases
 // over the sweep, after selecting the device and warming it up.
 inline int family_main(int argc, char** argv, std::initializer_list<FamilyCase> cases) {
@@ -292,17 +309,7 @@ inline int family_main(int argc, char** argv, std::initializer_list<FamilyCase> 
     for (const auto& c : cases) print_listing(c.id, c.list());
     return 0;
   }
-  if (args.cases.empty()) fail("no --case given (see --list)", 2);
-  select_device(args.device);
-  warm_up();
-  for (const auto& id : args.cases) {
-    const FamilyCase* found = nullptr;
-    for (const auto& c : cases)
-      if (id == c.id) found = &c;
-    if (!found) fail("unknown case '" + id + "' (see --list)", 2);
-    for (const auto& point : sweep(args.params)) found->run(id, point, args.repeats);
-  }
-  return 0;
+  return run_named(args, cases);
 }
 
 }  // namespace smd
