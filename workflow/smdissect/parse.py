@@ -16,9 +16,9 @@ from .errors import SmdissectError
 from .ncu import PIPE, STALL, canonical, unit
 from .tables import canonical_params
 
-# Hardware units whose counters are kept (not device attributes or profiler bookkeeping).
+# Hardware units whose counters are kept (not device attributes), and the replay passes each kernel cost.
 UNITS = ("sm__", "smsp__", "dram__", "lts__", "l1tex__", "gpu__", "gpc__", "tpc__", "idc__", "pcie__", "nvlrx__",
-         "nvltx__", "launch__")  # fmt: skip
+         "nvltx__", "launch__", "profiler__replayer_passes")  # fmt: skip
 RANGE = re.compile(r"^smd:(?P<case>[a-z0-9_]+):(?P<params>\{.*\}):(?P<variant>[a-z0-9_]+)$")
 
 

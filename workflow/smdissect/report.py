@@ -20,6 +20,7 @@ from .tables import VERDICTS, write_text
 STAGES: dict[str, tuple[str, ...]] = {
     "raw": ("run",),
     "stalls": ("profile", "parse"),
+    "ncu": ("profile", "parse"),
     "pipes": ("profile", "parse"),
     "crossval": ("crossval",),
     "sass": ("sass",),
@@ -256,6 +257,16 @@ def _stalls(stalls: pd.DataFrame) -> str:
     return svg(chart) + "<h3>Dominant stall reason</h3>" + table(top.sort_values(["case", "params"]))
 
 
+def _passes(ncu: pd.DataFrame) -> str:
+    """How many replay passes ncu needed per profiled kernel (each pass re-runs the kernel)."""
+    passes = ncu.loc[ncu["metric"] == "profiler__replayer_passes", "value"]
+    if passes.empty:
+        return empty("the reports hold no replay-pass count")
+    kernels = ncu.drop_duplicates(["case", "params", "variant"]).shape[0]
+    return (f"<p>{kernels} profiled kernels; ncu replayed each {int(passes.min())} to {int(passes.max())} times "
+            f"(median {passes.median():g}) to collect the category's {ncu['metric'].nunique() - 1} metrics.</p>")
+
+
 def _pipes(pipes: pd.DataFrame) -> str:
     """Instructions executed per pipe (with % of peak), pipes with any work only."""
     p = _long(pipes).groupby(["case", "params", "pipe"], as_index=False)[["inst_executed", "pct_of_peak"]].mean()
@@ -347,6 +358,7 @@ def render_category(
             *(_section(t, h) for t, h in (view(tables) if view else [])),
             _section("ILP curve", part("raw", _ilp_chart)) if chain else "",
             _section("Latency and throughput, every point", part("raw", lambda _: table(medians))),
+            _section("Profiling cost", part("ncu", _passes)),
             _section("Stall reasons", part("stalls", _stalls)),
             _section("Pipe counts", part("pipes", _pipes)),
             _section("Cross-validation", part("crossval", _crossval)),
