@@ -142,3 +142,12 @@ def test_a_point_the_binary_skipped_keeps_its_reason() -> None:
     stderr = 'chase {"footprint_kb":1024,"stride_b":2048}: pointer chase phases disagree: n steps took 9 cycles\n'
     assert run.skipped_why(stderr, '{"footprint_kb":1024,"stride_b":2048}').endswith("n steps took 9 cycles")
     assert run.skipped_why(stderr, '{"footprint_kb":1,"stride_b":0}') == "the binary emitted no record for this point"
+
+
+def test_replay_passes_are_kept_and_reported(metrics: pd.DataFrame) -> None:
+    from smdissect import report
+
+    passes = metrics[metrics.metric == "profiler__replayer_passes"]
+    assert len(passes) == metrics.drop_duplicates(["case", "params", "variant"]).shape[0] and passes.value.min() >= 1
+    line = report._passes(metrics)
+    assert f"replayed each {int(passes.value.min())} to {int(passes.value.max())} times" in line
