@@ -263,8 +263,10 @@ def _passes(ncu: pd.DataFrame) -> str:
     if passes.empty:
         return empty("the reports hold no replay-pass count")
     kernels = ncu.drop_duplicates(["case", "params", "variant"]).shape[0]
-    return (f"<p>{kernels} profiled kernels; ncu replayed each {int(passes.min())} to {int(passes.max())} times "
-            f"(median {passes.median():g}) to collect the category's {ncu['metric'].nunique() - 1} metrics.</p>")
+    return (
+        f"<p>{kernels} profiled kernels; ncu replayed each {int(passes.min())} to {int(passes.max())} times "
+        f"(median {passes.median():g}) to collect the category's {ncu['metric'].nunique() - 1} metrics.</p>"
+    )
 
 
 def _pipes(pipes: pd.DataFrame) -> str:
