@@ -230,6 +230,11 @@ def _case(category: str, entry: dict[str, Any]) -> Case:
     )
 
 
+def load_all(kernels: Path, categories: list[str]) -> list[Case]:
+    """The cases of several categories, in order."""
+    return [case for category in categories for case in load(kernels, category)]
+
+
 def families(cases: list[Case]) -> dict[str, list[Case]]:
     """Cases grouped by the binary (family) they live in."""
     out: dict[str, list[Case]] = {}

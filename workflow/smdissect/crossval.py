@@ -101,8 +101,7 @@ def checks_for_point(
         slope = (_metric(ncu, "long", "sm__cycles_active.max") - _metric(ncu, "short", "sm__cycles_active.max")) / extra
         yield _row(case, params, "latency: clock64 slope vs sm__cycles_active slope", "slope",
                    float(latency.value.median()), slope)  # fmt: skip
-    at_one = point.get("ilp", 1) == 1 and point.get("warps", 1) == 1
-    yield _stall_row(case, params, stalls[stalls.variant == "long"], "" if at_one else "ilp=1, warps=1 only")
+    yield _stall_row(case, params, stalls[stalls.variant == "long"], _stall_scope(point))
 
 
 def expect_rows(case: Case, params: str, raw: pd.DataFrame, ncu: pd.DataFrame) -> Iterator[dict[str, Any]]:
@@ -112,6 +111,11 @@ def expect_rows(case: Case, params: str, raw: pd.DataFrame, ncu: pd.DataFrame) -
         for metric, value in sorted(json.loads(expect or "{}").items()):
             yield _row(case, params, f"counter {variant}: claimed vs {metric}", "counter", float(value),
                        _metric(ncu, variant, metric))  # fmt: skip
+
+
+def _stall_scope(point: dict[str, int]) -> str:
+    """'' where a case's stall claim holds (one chain in one warp: ilp=1, warps=1), else where it does."""
+    return "" if point.get("ilp", 1) == 1 and point.get("warps", 1) == 1 else "ilp=1, warps=1 only"
 
 
 def _stall_row(case: Case, params: str, stalls: pd.DataFrame, only: str) -> dict[str, Any]:
@@ -158,7 +162,7 @@ def crossval(
         point_ncu = ncu[(ncu.case == case_id) & (ncu.params == params)]
         point_stalls = stalls[(stalls.case == case_id) & (stalls.params == params)]
         if point_ncu.empty:
-            rows.append(_row(case, params, "profile: point profiled", "counter", 1.0, float("nan"),
+            rows.append(_row(case, params, "profile: point profiled", "counter", float("nan"), float("nan"),
                              "not profiled: the point is outside the case's profile_sweep, or its family is not "
                              "profiled"))  # fmt: skip
         elif case.kind == "chain":
@@ -168,8 +172,6 @@ def crossval(
         else:
             rows += expect_rows(case, params, point_raw, point_ncu)
             variant = next((v for v in point_raw.variant if v), "")
-            point = json.loads(params)
-            at_one = point.get("ilp", 1) == 1 and point.get("warps", 1) == 1  # as for chains: one chain, one warp
-            only = "" if variant and at_one else "ilp=1, warps=1 only" if variant else "a record naming its variant"
+            only = _stall_scope(json.loads(params)) if variant else "a record naming its variant"
             rows.append(_stall_row(case, params, point_stalls[point_stalls.variant == variant], only))
     return rows

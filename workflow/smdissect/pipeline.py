@@ -67,7 +67,7 @@ def sass_tables(
                        for row in sass.check(case, observed, k["ops"])]  # fmt: skip
     tables.write("sass", tables.frame("sass", rows), out_sass)
     tables.write("sass_checks", tables.frame("sass_checks", checks), out_checks)
-    controls = controlcodes.decode_binary(binary).assign(**{k: v for k, v in base.items()}, case="", params="")
+    controls = controlcodes.decode_binary(binary).assign(**base, case="", params="")
     tables.write("controlcodes", controls, out_controls)
 
 
@@ -147,9 +147,9 @@ def report_page(
     reference = pd.read_csv(kernels.parent / REFERENCE)
     if "raw" in frames:
         paper = {c.id: c.paper for c in cases}  # a case's paper figure is of its first measured metric
-        first = {c.id: c.measures[0] for c in cases}
+        first_metric = {c.id: c.measures[0] for c in cases}
         raw = frames["raw"]
-        raw["paper_ref"] = raw.case.map(paper).where(raw.metric == raw.case.map(first))
+        raw["paper_ref"] = raw.case.map(paper).where(raw.metric == raw.case.map(first_metric))
         first = frames["raw"].iloc[0]
         provenance = {k: str(first[k]) for k in ("gpu", "gpu_uuid", "arch", "driver", "cuda", "run_id")} | provenance
     title = catalog.title(kernels, category)
@@ -164,7 +164,7 @@ def index_page(
     measured data beside its sm_120 and sm_90 figures, and every planned point not measured."""
     from . import compare, coverage, report
 
-    cases = [c for category in categories for c in catalog.load(kernels, category)]
+    cases = catalog.load_all(kernels, categories)
     frames = {kind: tables.read(kind, inputs.get(kind, [])) for kind in ("raw", "status", "crossval")}
     measured = compare.quantities(frames["raw"])
     reference = pd.read_csv(kernels.parent / REFERENCE)
@@ -190,7 +190,7 @@ def compare_page(a: Path, b: str, kernels: Path, categories: list[str], out: Pat
 
     left = compare.result_set(a)
     if b == compare.PAPER:
-        cases = [c for category in categories for c in catalog.load(kernels, category)]
+        cases = catalog.load_all(kernels, categories)
         right = compare.paper_set(cases, pd.read_csv(kernels.parent / REFERENCE), left)
     else:
         right = compare.result_set(Path(b))
