@@ -97,16 +97,14 @@ void measure(const std::string& id, const std::map<std::string, long>& point, in
   emit(rec);
 }
 
-// What --list says of one kernel: demangled symbol, case parameters and instructions per body.
+// What --list says of one chain kernel per variant: demangled symbol, case parameters and instructions per body.
 template <class Op, int ILP>
-void list_kernels(std::ostringstream& o, const char* op_name) {
+void list_kernels(std::vector<KernelInfo>& out, const char* op_name) {
   for (int variant = 0; variant < 2; ++variant) {
     const int depth = (variant + 1) * kBodyOps / ILP;
-    if (o.tellp() > 0) o << ",";
-    o << "{\"params\":{\"ilp\":" << ILP
-      << "},\"variant\":\"" << (variant ? "long" : "short") << "\",\"ops\":" << ILP * depth
-      << ",\"iterations\":" << kIters << ",\"symbol\":\"chain_kernel<" << op_name << "," << ILP << ","
-      << depth << ">\"}";
+    out.push_back({{{"ilp", ILP}}, variant ? "long" : "short", long(ILP) * depth, kIters,
+                   "chain_kernel<" + std::string(op_name) + "," + std::to_string(ILP) + "," + std::to_string(depth) +
+                       ">"});
   }
 }
 
@@ -114,7 +112,7 @@ struct ChainCase {
   const char* id;
   const char* op_name;
   void (*run)(const std::string&, const std::map<std::string, long>&, int);
-  void (*list)(std::ostringstream&, const char*);
+  void (*list)(std::vector<KernelInfo>&, const char*);
 };
 
 template <class Op>
@@ -129,9 +127,9 @@ void run_point(const std::string& id, const std::map<std::string, long>& point, 
 }
 
 template <class Op>
-void list_all(std::ostringstream& o, const char* name) {
-  list_kernels<Op, 1>(o, name), list_kernels<Op, 2>(o, name);
-  list_kernels<Op, 4>(o, name), list_kernels<Op, 8>(o, name);
+void list_all(std::vector<KernelInfo>& out, const char* name) {
+  list_kernels<Op, 1>(out, name), list_kernels<Op, 2>(out, name);
+  list_kernels<Op, 4>(out, name), list_kernels<Op, 8>(out, name);
 }
 
 #define SMD_CHAIN_CASE(id, Op) ::smd::ChainCase{id, #Op, ::smd::run_point<Op>, ::smd::list_all<Op>}
@@ -141,9 +139,9 @@ inline int chain_main(int argc, char** argv, std::initializer_list<ChainCase> ca
   Args args = parse_args(argc, argv);
   if (args.list) {
     for (const auto& c : cases) {
-      std::ostringstream k;
-      c.list(k, c.op_name);
-      std::printf("{\"case\":\"%s\",\"kernels\":[%s]}\n", c.id, k.str().c_str());
+      std::vector<KernelInfo> kernels;
+      c.list(kernels, c.op_name);
+      print_listing(c.id, kernels);
     }
     return 0;
   }
