@@ -30,7 +30,7 @@ def test_every_case_matches_its_sass_claims(built: dict, arch: str, tmp_path: Pa
 def test_listing_matches_the_sass_kernels(built: dict) -> None:
     binary = built[("sm_90a", "latency", "float")]
     listing = json.loads(binary.with_suffix(".json").read_text())
-    names = sass.opcodes(sass.dump(binary))
+    names = sass.opcodes(sass.dump(binary, "sm_90a"))
     for entry in listing:
         for k in entry["kernels"]:
             assert k["symbol"] in names
@@ -39,7 +39,7 @@ def test_listing_matches_the_sass_kernels(built: dict) -> None:
 
 
 def test_ffma_chain_is_exactly_the_ffma_count(built: dict) -> None:
-    counts = sass.opcodes(sass.dump(built[("sm_120a", "latency", "float")]))
+    counts = sass.opcodes(sass.dump(built[("sm_120a", "latency", "float")], "sm_120a"))
     assert counts["chain_kernel<Ffma,1,512>"]["FFMA"] == 512
     assert counts["chain_kernel<Ffma,8,64>"]["FFMA"] == 512
 
@@ -55,8 +55,8 @@ def test_a_chain_the_compiler_folds_away_is_caught(tmp_path: Path) -> None:
         'int main(int c, char** v) { return smd::chain_main(c, v, {SMD_CHAIN_CASE("rcp", Rcp)}); }\n'
     )
     binary = tmp_path / "folded"
-    build.compile_family("nvcc", source, binary, "sm_90a", ROOT / "kernels" / "common", FLAGS)
-    counts = sass.opcodes(sass.dump(binary))["chain_kernel<Rcp,1,512>"]
+    build.compile_family("nvcc", source, binary, ["sm_90a"], ROOT / "kernels" / "common", FLAGS)
+    counts = sass.opcodes(sass.dump(binary, "sm_90a"))["chain_kernel<Rcp,1,512>"]
     case = catalog.Case("t", "rcp", "folded.cu", "rcp", ("latency",), {"ilp": [1]}, {"MUFU.RCP": ["== ops"]})
     [row] = sass.check(case, counts, 512)
     assert row["count"] == 0 and row["verdict"] == "disagree"
@@ -98,7 +98,7 @@ def test_compile_error_is_one_line(tmp_path: Path) -> None:
     source = tmp_path / "bad.cu"
     source.write_text("int main() { return undefined_symbol; }\n")
     with pytest.raises(SmdissectError, match=r"nvcc failed on .*bad.cu for sm_90a: .*undefined_symbol") as err:
-        build.compile_family("nvcc", source, tmp_path / "bad", "sm_90a", ROOT / "kernels" / "common", FLAGS)
+        build.compile_family("nvcc", source, tmp_path / "bad", ["sm_90a"], ROOT / "kernels" / "common", FLAGS)
     assert "\n" not in str(err.value) and not (tmp_path / "bad").exists()
 
 

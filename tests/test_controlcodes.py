@@ -83,9 +83,9 @@ def test_patch_one_field(prepared: tuple[str, Path]) -> None:
 def test_compiler_stall_equals_measured_ffma_latency(compiled: Callable[[str, str, str], Path]) -> None:
     """The FFMA stall count ptxas gives a dependent chain equals the H200's measured FFMA latency."""
     binary = compiled("sm_90a", "latency", "float")
-    cubin = controlcodes.extract_cubins(binary)[0]
+    cubin = controlcodes.extract_cubins(binary, "sm_90a")[0]
     assert controlcodes.reencode(cubin) == cubin
-    codes = controlcodes.decode_binary(binary)
+    codes = controlcodes.decode_binary(binary, "sm_90a")
     chain = codes[(codes["kernel"] == "chain_kernel<Ffma,1,256>") & (codes["opcode"] == "FFMA")]
     raw = pd.read_parquet(ROOT / "reports" / "h200" / "tables" / "sm_90a" / "latency" / "float" / "raw.parquet")
     measured = raw[(raw["case"] == "ffma") & (raw["metric"] == "latency")]["value"].median()

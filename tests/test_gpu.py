@@ -25,7 +25,7 @@ def binaries(gpu: device.Gpu, tmp_path_factory: pytest.TempPathFactory) -> dict[
     families = {}
     for source in sorted((ROOT / "kernels" / "latency").glob("*.cu")):
         families[source.stem] = out / source.stem
-        build.compile_family("nvcc", source, out / source.stem, gpu.arch, ROOT / "kernels" / "common", FLAGS)
+        build.compile_family("nvcc", source, out / source.stem, [gpu.arch], ROOT / "kernels" / "common", FLAGS)
     return families
 
 

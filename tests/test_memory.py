@@ -47,7 +47,7 @@ def test_family_lists_its_cases_and_its_sass_holds(
     kernels = listing(binary)
     cases = {c.id: c for c in catalog.families(CASES)[family]}
     assert set(kernels) == set(cases)
-    counts = sass.opcodes(sass.dump(binary))
+    counts = sass.opcodes(sass.dump(binary, arch))
     for case_id, entries in kernels.items():
         for k in entries:
             assert k["symbol"] in counts, f"{case_id}: {k['symbol']} not in the SASS"

@@ -31,7 +31,7 @@ def test_sm120_only_rows_say_why_they_do_not_run_on_sm90() -> None:
 def test_family_sass_matches_the_manifest(compiled: Callable[[str, str, str], Path], arch: str, family: str) -> None:
     binary = compiled(arch, "pipelines", family)
     listing = {e["case"]: e["kernels"] for e in json.loads(binary.with_suffix(".json").read_text())}
-    counts = sass.opcodes(sass.dump(binary))
+    counts = sass.opcodes(sass.dump(binary, arch))
     cases = [c for c in TABLE if c.family == family]
     assert set(listing) == {c.id for c in cases}
     failed = []
@@ -48,13 +48,13 @@ def test_family_sass_matches_the_manifest(compiled: Callable[[str, str, str], Pa
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_software_sequences_are_not_one_instruction(compiled: Callable[[str, str, str], Path], arch: str) -> None:
-    counts = sass.opcodes(sass.dump(compiled(arch, "pipelines", "integer")))
+    counts = sass.opcodes(sass.dump(compiled(arch, "pipelines", "integer"), arch))
     div = counts["chain_kernel<DivU64,1,512>"]
     assert not any(op == "DIV" or op.startswith("DIV.") for op in div)
     assert sass.count(div, "CALL.REL.NOINC") == 512
 
 
 def test_fmin_is_one_fmnmx_on_sm120(compiled: Callable[[str, str, str], Path]) -> None:
-    counts = sass.opcodes(sass.dump(compiled("sm_120a", "pipelines", "fp32")))["chain_kernel<Fmin,1,512>"]
+    counts = sass.opcodes(sass.dump(compiled("sm_120a", "pipelines", "fp32"), "sm_120a"))["chain_kernel<Fmin,1,512>"]
     assert sass.count(counts, "FMNMX") == 512
     assert sass.count(counts, "FADD") == 0, "the negation must ride on FMNMX, not cost an FADD"

@@ -29,7 +29,7 @@ def test_family_lists_every_case_and_holds_its_sass_claims(
 ) -> None:
     binary = compiled(arch, "pipelines", family)
     listing = _listing(binary)
-    counts = sass.opcodes(sass.dump(binary))
+    counts = sass.opcodes(sass.dump(binary, arch))
     mine = [c for c in CASES if c.family == family]
     assert mine and sorted(listing) == sorted(c.id for c in mine)
     for case in mine:
@@ -62,7 +62,7 @@ def test_dispatch_pairs_time_the_same_clock_reads_around_exactly_n_ops(
     compiled: Callable[[str, str, str], Path], arch: str
 ) -> None:
     binary = compiled(arch, "pipelines", "dispatch")
-    text = sass.dump(binary)
+    text = sass.dump(binary, arch)
     for case, kernels in _listing(binary).items():
         op = next(iter(next(c for c in CASES if c.id == case).sass_expect))
         for kernel in kernels:

@@ -33,7 +33,7 @@ def test_family_sass_holds(compiled: Callable[[str, str, str], Path], arch: str,
     """Every listed kernel exists in the binary and meets its case's SASS expectations."""
     binary = compiled(arch, "scheduler", family)
     listing = json.loads(binary.with_suffix(".json").read_text())
-    counts = sass.opcodes(sass.dump(binary))
+    counts = sass.opcodes(sass.dump(binary, arch))
     by_id = {c.id: c for c in CASES}
     assert {entry["case"] for entry in listing} == {c.id for c in CASES if c.family == family}
     for entry in listing:
@@ -45,7 +45,7 @@ def test_family_sass_holds(compiled: Callable[[str, str, str], Path], arch: str,
 
 
 def test_sass_check_can_fail(compiled: Callable[[str, str, str], Path]) -> None:
-    counts = sass.opcodes(sass.dump(compiled("sm_90a", "scheduler", "scoreboard")))
+    counts = sass.opcodes(sass.dump(compiled("sm_90a", "scheduler", "scoreboard"), "sm_90a"))
     case = next(c for c in CASES if c.id == "scoreboard_depth")
     rows = sass.check(case, counts["loads_then_use<12>"], 13)
     assert any(r["verdict"] == "disagree" for r in rows)

@@ -51,7 +51,7 @@ def test_listing_covers_the_manifest_and_the_sass(compiled, arch: str, family: s
     listing = [json.loads(line) for line in subprocess.run([binary, "--list"], capture_output=True, text=True,
                                                            check=True).stdout.splitlines()]  # fmt: skip
     assert {e["case"] for e in listing} == {c.id for c in CASES if c.family == family}
-    kernels = sass.opcodes(sass.dump(binary))
+    kernels = sass.opcodes(sass.dump(binary, arch))
     for entry in listing:
         variants = {k["variant"]: k["ops"] for k in entry["kernels"] if k["params"].get("ilp") == 1}
         assert variants["long"] == 2 * variants["short"] > 0

@@ -257,6 +257,12 @@ double time_ms(F&& launch) {
   return ms;
 }
 
+// A point this device cannot run (one GPU where a case needs two, say): no record, and a stderr line the run
+// stage turns into a static row with this reason.
+inline void static_point(const std::string& id, const std::map<std::string, long>& p, const std::string& why) {
+  std::fprintf(stderr, "static: %s %s: %s\n", id.c_str(), params_json(p).c_str(), why.c_str());
+}
+
 // One kernel as --list describes it to the SASS stage (symbol as cuobjdump demangles it).
 struct KernelInfo {
   std::map<std::string, long> params;

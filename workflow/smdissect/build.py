@@ -38,20 +38,22 @@ def known_archs(nvcc: str = "nvcc") -> list[str]:
     return out.split()
 
 
-def command(nvcc: str, source: Path, binary: Path, arch: str, include: Path, flags: list[str]) -> list[str]:
-    """The nvcc command line: arch-specific SASS only (`-gencode arch=compute_XXa,code=sm_XXa`)."""
-    compute = arch.replace("sm_", "compute_")
-    return [nvcc, *flags, f"-gencode=arch={compute},code={arch}", "-I", str(include), "-o", str(binary), str(source)]
+def command(nvcc: str, source: Path, binary: Path, archs: list[str], include: Path, flags: list[str]) -> list[str]:
+    """The nvcc command line: arch-specific SASS only (`-gencode arch=compute_XXa,code=sm_XXa` per arch)."""
+    gencode = [f"-gencode=arch={arch.replace('sm_', 'compute_')},code={arch}" for arch in archs]
+    return [nvcc, *flags, *gencode, "-I", str(include), "-o", str(binary), str(source)]
 
 
-def compile_family(nvcc: str, source: Path, binary: Path, arch: str, include: Path, flags: list[str]) -> None:
-    """Build `binary`; a compile error is one line naming the file and the first error."""
+def compile_family(nvcc: str, source: Path, binary: Path, archs: list[str], include: Path, flags: list[str]) -> None:
+    """Build `binary` for `archs` (one host compile for all); a compile error is one line naming the file and
+    the first error."""
     binary.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(binary) as tmp:
-        proc = subprocess.run(command(nvcc, source, Path(tmp), arch, include, flags), capture_output=True, text=True)
+        proc = subprocess.run(command(nvcc, source, Path(tmp), archs, include, flags), capture_output=True, text=True)
         if proc.returncode != 0:
             errors = [ln for ln in proc.stderr.splitlines() if "error" in ln] or proc.stderr.splitlines()[-1:]
-            raise SmdissectError(f"nvcc failed on {source} for {arch}: {errors[0] if errors else 'no output'}")
+            where = ", ".join(archs)
+            raise SmdissectError(f"nvcc failed on {source} for {where}: {errors[0] if errors else 'no output'}")
         Path(tmp).chmod(0o755)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import re
 from dataclasses import dataclass, field
@@ -29,6 +30,11 @@ FEATURES: dict[str, set[int]] = {
     "clc": {100, 101, 103, 110, 120, 121},  # cluster launch control
 }
 
+# Header-only libraries a family may include: the pip package holding them and its include folders.
+HEADER_PACKAGES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "cutlass": ("cutlass_library", ("source/include", "source/tools/util/include")),
+}
+
 MANIFEST_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
@@ -46,6 +52,7 @@ MANIFEST_SCHEMA: dict[str, Any] = {
                 "properties": {
                     "flags": {"type": "array", "items": {"type": "string", "pattern": "^-[A-Za-z0-9_=.,+-]+$"}},
                     "link": {"type": "array", "items": {"enum": ["cuda", "nvidia-ml", "cublas"]}},
+                    "include": {"type": "array", "items": {"enum": sorted(HEADER_PACKAGES)}},
                     "timeout": {"type": "integer", "minimum": 1, "maximum": 3600},
                     "profile": {"type": "boolean"},
                     # a .cu of kernels that controlcodes.prepare() compiles to a cubin and patches at build time
@@ -255,9 +262,22 @@ def family_settings(kernels: Path, category: str, family: str) -> dict[str, Any]
 
 
 def family_flags(kernels: Path, category: str, family: str) -> list[str]:
-    """The nvcc flags a family adds to the configured ones: its own, then -l for each library it links."""
+    """The nvcc flags a family adds to the configured ones: its own, -I for each header library, -l for each
+    library it links."""
     settings = family_settings(kernels, category, family)
-    return list(settings["flags"]) + [f"-l{lib}" for lib in settings["link"]]
+    includes = [f"-I{folder}" for name in settings.get("include", []) for folder in header_folders(name)]
+    return list(settings["flags"]) + includes + [f"-l{lib}" for lib in settings["link"]]
+
+
+@cache
+def header_folders(name: str) -> list[str]:
+    """The include folders of a header-only library installed as a pip package; missing is a one-line error."""
+    package, folders = HEADER_PACKAGES[name]
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise SmdissectError(f"{name} headers not found: pip install nvidia-cutlass (package {package})")
+    root = Path(next(iter(spec.submodule_search_locations)))
+    return [str(root / folder) for folder in folders]
 
 
 def metrics(kernels: Path, category: str) -> list[str]:

@@ -41,7 +41,7 @@ def _family(args: argparse.Namespace) -> list:
 def cmd_build(args: argparse.Namespace) -> None:
     """Compile a family for one arch and save its kernel listing."""
     source, binary, flags = Path(args.source), Path(args.binary), args.flags.split()
-    build.compile_family(args.nvcc, source, binary, args.arch, Path(args.include), flags)
+    build.compile_family(args.nvcc, source, binary, [args.arch], Path(args.include), flags)
     targets = catalog.family_settings(source.parent.parent, source.parent.name, source.stem).get("patched")
     if targets:  # the family runs patched cubins: make them beside the binary, from their own source
         controlcodes.prepare(source.parent / targets, binary, args.arch, args.nvcc, Path(args.include), flags)

@@ -168,20 +168,20 @@ def decode(cubin: bytes) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def extract_cubins(binary: Path) -> list[bytes]:
-    """The cubins embedded in a host binary (`cuobjdump -xelf all`)."""
+def extract_cubins(binary: Path, arch: str) -> list[bytes]:
+    """The `arch` cubins embedded in a host binary (`cuobjdump -xelf all`)."""
     with tempfile.TemporaryDirectory() as tmp:
         proc = subprocess.run(
             [sass.cuobjdump(), "-xelf", "all", str(Path(binary).resolve())], cwd=tmp, capture_output=True, text=True
         )
         if proc.returncode != 0:
             raise SmdissectError(f"cuobjdump -xelf failed on {binary}: {proc.stderr.strip()[-200:]}")
-        return [p.read_bytes() for p in sorted(Path(tmp).glob("*.cubin"))]
+        return [p.read_bytes() for p in sorted(Path(tmp).glob(f"*.{arch}.cubin"))]
 
 
-def decode_binary(binary: Path) -> pd.DataFrame:
-    """The control codes of every kernel of every cubin in a built binary (columns: COLUMNS)."""
-    frames = [decode(cubin) for cubin in extract_cubins(binary)]
+def decode_binary(binary: Path, arch: str) -> pd.DataFrame:
+    """The control codes of every kernel of every `arch` cubin in a built binary (columns: COLUMNS)."""
+    frames = [decode(cubin) for cubin in extract_cubins(binary, arch)]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
 
 

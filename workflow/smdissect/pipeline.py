@@ -46,7 +46,7 @@ def sass_tables(
     """Opcode counts of every kernel of a binary, the manifest's expectations checked on them, and every
     instruction's control codes (stall count, yield, barriers, wait mask, reuse) decoded from the cubin."""
     by_id = {c.id: c for c in cases}
-    counts = sass.opcodes(sass.dump(binary))
+    counts = sass.opcodes(sass.dump(binary, arch))
     base = {"gpu": "none", "gpu_uuid": "", "arch": arch, "driver": "", "cuda": cuda, "category": cases[0].category,
             "run_id": f"static-{datetime.now(UTC):%Y%m%dT%H%M%SZ}", "family": cases[0].family,
             "commit": run.commit(ROOT)}  # fmt: skip
@@ -67,7 +67,7 @@ def sass_tables(
                        for row in sass.check(case, observed, k["ops"])]  # fmt: skip
     tables.write("sass", tables.frame("sass", rows), out_sass)
     tables.write("sass_checks", tables.frame("sass_checks", checks), out_checks)
-    controls = controlcodes.decode_binary(binary).assign(**base, case="", params="")
+    controls = controlcodes.decode_binary(binary, arch).assign(**base, case="", params="")
     tables.write("controlcodes", controls, out_controls)
 
 

@@ -76,16 +76,19 @@ def execute(binary: Path, cases: list[Case], arch: str, repeats: int, device_ind
         records = parse_records(proc.stdout)
         out.records += records
         seen = {canonical_params(r["params"]) for r in records}
-        out.status += [{"case": case.id, "params": p, "status": "measured" if p in seen else "failed",
-                        "reason": "" if p in seen else skipped_why(proc.stderr, p)}
-                       for p in map(canonical_params, case.points())]  # fmt: skip
+        for p in map(canonical_params, case.points()):
+            status, reason = ("measured", "") if p in seen else skipped_why(proc.stderr, p)
+            out.status.append({"case": case.id, "params": p, "status": status, "reason": reason})
     return out
 
 
-def skipped_why(stderr: str, params: str) -> str:
-    """Why a binary emitted no record for a point: its stderr line naming the point, else a generic line."""
+def skipped_why(stderr: str, params: str) -> tuple[str, str]:
+    """(status, reason) of a point with no record: its stderr line naming the point, `static` when the binary
+    said the device cannot run it (smd::static_point), else `failed`."""
     lines = [ln.strip() for ln in stderr.splitlines() if params in ln]
-    return lines[-1] if lines else "the binary emitted no record for this point"
+    if not lines:
+        return "failed", "the binary emitted no record for this point"
+    return ("static" if lines[-1].startswith("static:") else "failed"), lines[-1]
 
 
 def parse_records(stdout: str) -> list[dict[str, Any]]:

@@ -32,11 +32,13 @@ def cuobjdump() -> str:
     raise SmdissectError("cuobjdump not found: pip install 'smdissect[toolkit]' or put the CUDA toolkit's bin on PATH")
 
 
-def dump(binary: Path) -> str:
-    """The SASS text of every kernel in `binary`."""
-    proc = subprocess.run([cuobjdump(), "--dump-sass", str(binary)], capture_output=True, text=True)
+def dump(binary: Path, arch: str) -> str:
+    """The SASS text of every kernel `binary` holds for `arch` (a binary may carry several archs)."""
+    proc = subprocess.run([cuobjdump(), "--dump-sass", "-arch", arch, str(binary)], capture_output=True, text=True)
     if proc.returncode != 0:
         raise SmdissectError(f"cuobjdump failed on {binary}: {proc.stderr.strip().splitlines()[-1:]}")
+    if "Function :" not in proc.stdout:
+        raise SmdissectError(f"{binary} holds no {arch} SASS: rebuild it for {arch}")
     return proc.stdout
 
 
