@@ -28,7 +28,7 @@ smd_plan.announce(PLAN)
 # Jobs run `python3 -m smdissect`: the installed package, else the one in workflow/.
 shell.prefix(f"export PYTHONPATH={ROOT / 'workflow'}:${{{{PYTHONPATH:-}}}}; ")
 S = PLAN.settings
-GPU = PLAN.gpu_name
+GPUS = PLAN.folders  # results/<gpu>/ folders: one, or one per GPU with device: all
 HEADERS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "kernels" / "common").glob("*.cuh"))
 
 
@@ -53,9 +53,10 @@ include: "rules/report.smk"
 
 rule all:
     input:
-        f"reports/{GPU}/index.html",
-        [f"reports/{GPU}/compare-paper.html"] if PLAN.gpu else [],
-        expand("reports/{gpu}/{category}.html", gpu=GPU, category=PLAN.families),
+        expand("reports/{gpu}/index.html", gpu=GPUS),
+        expand("reports/{gpu}/compare-paper.html", gpu=GPUS) if PLAN.gpu else [],
+        expand("reports/{gpu}/{category}.html", gpu=GPUS, category=PLAN.families),
+        ["reports/gpus.html"] + [f"reports/compare/{GPUS[0]}-vs-{g}.html" for g in GPUS[1:]] if len(GPUS) > 1 else [],
 
 
 for _category in PLAN.families:
@@ -64,4 +65,4 @@ for _category in PLAN.families:
         name:
             _category
         input:
-            f"reports/{GPU}/{_category}.html",
+            expand("reports/{gpu}/{category}.html", gpu=GPUS, category=_category),

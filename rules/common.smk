@@ -31,6 +31,13 @@ def report_inputs(wildcards):
     return inputs
 
 
+def folder_raw(folder):
+    """The raw tables of a results folder: planned ones for a folder this run fills, else those on disk."""
+    if folder in GPUS and PLAN.gpu:
+        return [path.format(gpu=folder) for path in gpu_tables("raw")]
+    return sorted(Path(f"results/{folder}").rglob("raw.parquet"))
+
+
 def gpu_tables(table):
     """One GPU table of every family of every category (none without a GPU)."""
     if not PLAN.gpu:

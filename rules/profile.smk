@@ -8,7 +8,7 @@ rule profile:
         meta="results/{gpu}/{arch}/{category}/{family}/profile.json",
     params:
         ncu=S["ncu"],
-        device=S["device"],
+        device=lambda wildcards: PLAN.device_arg(wildcards.gpu),
         toolchain=PLAN.nvcc_version,
     resources:
         gpu=1,

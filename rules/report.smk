@@ -8,7 +8,7 @@ rule report:
         report("reports/{gpu}/{category}.html", caption="../reports/templates/category.rst", category="smdissect"),
     params:
         skipped=json.dumps(PLAN.skipped),
-        provenance=json.dumps(PLAN.provenance()),
+        provenance=lambda wildcards: json.dumps(PLAN.provenance(wildcards.gpu)),
         tables=lambda wildcards, input: " ".join(
             f"--{t.replace('_', '-')} {' '.join(input[t])}"
             for t in ("raw", "status", "ncu", "stalls", "pipes", "crossval", "sass", "sass_checks", "controlcodes")
@@ -37,7 +37,7 @@ rule index:
         report("reports/{gpu}/index.html", caption="../reports/templates/index.rst", category="smdissect"),
     params:
         skipped=json.dumps(PLAN.skipped),
-        provenance=json.dumps(PLAN.provenance()),
+        provenance=lambda wildcards: json.dumps(PLAN.provenance(wildcards.gpu)),
         categories=" ".join(PLAN.families),
         archs=" ".join(PLAN.archs),
         run_arch=PLAN.run_arch or "",
@@ -67,10 +67,24 @@ rule compare_paper:
         " --out {output} 2> {log} || (cat {log} >&2; exit 1)"
 
 
+# gpus: with device: all, one page over every GPU's folder, linking each index and the comparisons.
+rule gpus:
+    input:
+        expand("reports/{gpu}/index.html", gpu=GPUS),
+    output:
+        report("reports/gpus.html", caption="../reports/templates/index.rst", category="smdissect"),
+    params:
+        folders=" ".join(f"results/{g}" for g in GPUS),
+    log:
+        "logs/report/gpus.log",
+    shell:
+        "python3 -m smdissect gpus --folders {params.folders} --out {output} 2> {log} || (cat {log} >&2; exit 1)"
+
+
 rule compare:
     input:
-        a=lambda wildcards: sorted(Path(f"results/{wildcards.a}").rglob("raw.parquet")),
-        b=lambda wildcards: sorted(Path(f"results/{wildcards.b}").rglob("raw.parquet")),
+        a=lambda wildcards: folder_raw(wildcards.a),
+        b=lambda wildcards: folder_raw(wildcards.b),
     output:
         "reports/compare/{a}-vs-{b}.html",
     log:

@@ -7,7 +7,7 @@ rule run:
         raw="results/{gpu}/{arch}/{category}/{family}/raw.parquet",
         status="results/{gpu}/{arch}/{category}/{family}/status.parquet",
     params:
-        device=S["device"],
+        device=lambda wildcards: PLAN.device_arg(wildcards.gpu),
         repeats=S["repeats"],
         toolchain=PLAN.nvcc_version,
     resources:

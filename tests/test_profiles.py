@@ -74,3 +74,31 @@ def test_sbatch_lines(workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyP
 def test_multigpu_dry_run(workdir: Path) -> None:
     dry = snakemake(workdir, "--workflow-profile", "profiles/multigpu", "--dry-run")
     assert dry.returncode == 0, dry.stderr[-2000:]
+
+
+def test_device_all_gives_each_gpu_its_folder_device_and_provenance() -> None:
+    from smdissect import device, plan
+
+    gpus = [device.Gpu(i, "NVIDIA H200", f"GPU-{i}", (9, 0), "580.1", 132) for i in range(2)]
+    p = plan.Plan({"gpu": "auto", "device": "all"}, "13.0", {}, {}, ["sm_90a"], Path("."), gpu=gpus[0],
+                  run_arch="sm_90a", devices={f"h200-gpu{g.index}": g for g in gpus})  # fmt: skip
+    assert p.folders == ["h200-gpu0", "h200-gpu1"]
+    assert [p.device_arg(f) for f in p.folders] == ["0", "1"]
+    assert p.provenance("h200-gpu1")["gpu_uuid"] == "GPU-1" and p.provenance("h200-gpu0")["device"] == "0"
+    single = plan.Plan({"gpu": "auto", "device": "any"}, "13.0", {}, {}, ["sm_90a"], Path("."), gpu=gpus[0])
+    assert single.folders == ["h200"] and single.device_arg("h200") == "any"
+
+
+def test_gpus_page_lists_each_gpu_and_links_the_comparison(tmp_path: Path) -> None:
+    """Two result folders holding the committed H200 latency tables, as `device: all` lays them out."""
+    import shutil
+
+    from smdissect import pipeline
+
+    root = Path(__file__).resolve().parents[1]
+    for name in ("h200-gpu0", "h200-gpu1"):
+        shutil.copytree(root / "reports/h200/tables/sm_90a/latency", tmp_path / name / "sm_90a" / "latency")
+    pipeline.gpus_page([tmp_path / "h200-gpu0", tmp_path / "h200-gpu1"], tmp_path / "gpus.html")
+    page = (tmp_path / "gpus.html").read_text()
+    assert page.count("NVIDIA H200") == 2 and 'href="compare/h200-gpu0-vs-h200-gpu1.html"' in page
+    assert 'href="h200-gpu1/index.html"' in page and ">0<" in page  # no failed point

@@ -16,15 +16,16 @@ from .errors import SmdissectError, exit_on_error
 
 @contextmanager
 def _device(arg: str) -> Iterator[int]:
-    """The CUDA index a GPU job runs on: the configured one, or with `any` a free GPU held for the whole job."""
-    if arg != "any":
-        yield int(arg)
-        return
-    uuids = device.uuids_like(0)
+    """The CUDA index a GPU job runs on, held (one lock per GPU UUID) for the whole job so that no other job
+    shares it: the given index, or with `any` a free GPU of device 0's model."""
+    index = None if arg == "any" else int(arg)
+    uuids = device.uuids_like(index or 0)
     if isinstance(uuids, str):
         raise SmdissectError(f"this job needs a GPU: {uuids}")
-    with slots.acquire(uuids) as index:
-        yield index
+    if index is not None:
+        uuids = [u if i == index else None for i, u in enumerate(uuids)]
+    with slots.acquire(uuids) as held:
+        yield held
 
 
 def _device_arg(value: str) -> str:
@@ -115,6 +116,11 @@ def cmd_index(args: argparse.Namespace) -> None:
                         json.loads(args.skipped), json.loads(args.provenance), Path(args.out))  # fmt: skip
 
 
+def cmd_gpus(args: argparse.Namespace) -> None:
+    """Write the page over several GPUs' result folders (device: all)."""
+    pipeline.gpus_page([Path(f) for f in args.folders], Path(args.out))
+
+
 def cmd_compare(args: argparse.Namespace) -> None:
     """Write the diff page of two result sets (folders holding raw.parquet tables), or of one against the paper."""
     pipeline.compare_page(Path(args.a), args.b, Path(args.kernels), args.categories, Path(args.out))
@@ -142,6 +148,7 @@ def parser() -> argparse.ArgumentParser:
                                                   "sass_checks", "controlcodes"))],
         cmd_index: ["kernels", "gpu", "out", "skipped", "provenance", ("run_arch", {"default": ""}),
                     *((k, many) for k in ("categories", "archs", "raw", "status", "crossval"))],
+        cmd_gpus: ["out", ("folders", many)],
         cmd_compare: ["a", ("b", {"default": "paper"}), "out", ("kernels", {"default": "kernels"}),
                       ("categories", many)],
     }  # fmt: skip

@@ -96,6 +96,12 @@ def query(index: int = 0) -> Gpu | str:
     return Gpu(index, name.split(b"\0")[0].decode(), _cuda_uuid(bytes(uuid.bytes)), (major, minor), driver, sms)
 
 
+def all_gpus() -> list[Gpu]:
+    """Every visible device in CUDA order (none without a driver)."""
+    found = _driver()
+    return [] if isinstance(found, str) else [g for g in map(query, range(found[1])) if isinstance(g, Gpu)]
+
+
 def uuids_like(index: int = 0) -> list[str | None] | str:
     """UUIDs of the visible devices in CUDA order (entry i is CUDA device i), None for a device of another model
     than device `index` (its results would belong in another folder); a one-line reason without a GPU."""
@@ -103,6 +109,8 @@ def uuids_like(index: int = 0) -> list[str | None] | str:
     if isinstance(found, str):
         return found
     gpus = [query(i) for i in range(found[1])]
+    if index >= len(gpus):
+        raise SmdissectError(f"device {index} requested but only {len(gpus)} GPU(s) visible: set device in config")
     model = gpus[index]
     return [g.uuid if (g.name, g.compute_capability) == (model.name, model.compute_capability) else None
             for g in gpus]  # fmt: skip

@@ -198,6 +198,24 @@ def compare_page(a: Path, b: str, kernels: Path, categories: list[str], out: Pat
     report.render_compare(out, names, compare.diff(left, right))
 
 
+def gpus_page(folders: list[Path], out: Path) -> None:
+    """One page over several GPUs' result folders (device: all): each GPU, its coverage, and links to its index and
+    to the comparison of the first GPU with each other one."""
+    from . import report
+
+    rows = []
+    for folder in folders:
+        raw = [tables.read("raw", p) for p in sorted(folder.rglob("raw.parquet"))]
+        status = [tables.read("status", p) for p in sorted(folder.rglob("status.parquet"))]
+        first = next((r.iloc[0] for r in raw if len(r)), None)
+        counts = pd.concat(status)["status"].value_counts() if status else pd.Series(dtype=int)
+        rows.append({"folder": folder.name, "gpu": first["gpu"] if first is not None else "",
+                     "gpu_uuid": first["gpu_uuid"] if first is not None else "",
+                     "arch": first["arch"] if first is not None else "",
+                     **{s: int(counts.get(s, 0)) for s in ("measured", "static", "failed")}})  # fmt: skip
+    report.render_gpus(out, pd.DataFrame(rows), [f.name for f in folders])
+
+
 def _set_name(quantities: pd.DataFrame, where: Path | str) -> str:
     """How a compare page names a result set: its GPU, arch and folder."""
     first = quantities.iloc[0] if len(quantities) else {"gpu": "?", "arch": "?"}

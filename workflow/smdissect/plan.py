@@ -27,13 +27,24 @@ class Plan:
     gpu: device.Gpu | None = None
     run_arch: str | None = None
     skipped: dict[str, str] = field(default_factory=dict)
+    devices: dict[str, device.Gpu] = field(default_factory=dict)  # results folder -> its GPU (device: all)
 
     @property
     def gpu_name(self) -> str:
-        """results/<gpu_name>/ and reports/<gpu_name>/."""
+        """results/<gpu_name>/ and reports/<gpu_name>/ of device 0 (or the only device)."""
         if self.gpu is None:
             return STATIC
         return self.gpu.slug if self.settings["gpu"] == "auto" else self.settings["gpu"]
+
+    @property
+    def folders(self) -> list[str]:
+        """Every results/<gpu>/ folder this run fills: one per GPU with device: all, else one."""
+        return list(self.devices) or [self.gpu_name]
+
+    def device_arg(self, folder: str) -> str:
+        """The --device of a GPU job writing results/<folder>/: its GPU's CUDA index, or the configured value."""
+        gpu = self.devices.get(folder)
+        return str(gpu.index if gpu else self.settings["device"])
 
     @property
     def archs(self) -> list[str]:
@@ -49,12 +60,14 @@ class Plan:
         target = catalog.family_settings(self.root / "kernels", category, family).get("patched")
         return [f"kernels/{category}/{target}"] if target else []
 
-    def provenance(self) -> dict[str, str]:
-        """Static facts for the reports (nothing that changes between two runs, so no needless reruns)."""
+    def provenance(self, folder: str | None = None) -> dict[str, str]:
+        """Static facts for the reports of results/<folder>/ (nothing that changes between two runs, so no
+        needless reruns)."""
         facts = {"cuda": self.nvcc_version, "archs": ", ".join(self.archs)}
-        if self.gpu:
-            facts |= {"gpu": self.gpu.name, "gpu_uuid": self.gpu.uuid, "driver": self.gpu.driver,
-                      "sm_count": str(self.gpu.sm_count), "arch": self.run_arch or ""}  # fmt: skip
+        gpu = self.devices.get(folder or "", self.gpu)
+        if gpu:
+            facts |= {"gpu": gpu.name, "gpu_uuid": gpu.uuid, "driver": gpu.driver, "sm_count": str(gpu.sm_count),
+                      "device": str(gpu.index), "arch": self.run_arch or ""}  # fmt: skip
         return facts
 
 
@@ -70,11 +83,13 @@ def make(raw_config: dict[str, Any], root: Path) -> Plan:
         if arch.rstrip("af") not in known:
             raise SmdissectError(f"arch {arch} is unknown to nvcc {nvcc_version} (known: {', '.join(known)})")
     plan = Plan(settings, nvcc_version, families, profiled, list(settings["static_archs"]), root)
-    gpu = device.query(0 if settings["device"] == "any" else settings["device"])
+    gpu = device.query(settings["device"] if isinstance(settings["device"], int) else 0)
     if isinstance(gpu, str):
         plan.skipped = {stage: f"no GPU: {gpu}" for stage in GPU_STAGES}
         return plan
     plan.gpu, plan.run_arch = gpu, gpu.arch if settings["arch"] == "auto" else settings["arch"]
+    if settings["device"] == "all":
+        plan.devices = {f"{plan.gpu_name}-gpu{g.index}": g for g in device.all_gpus() if g.arch == gpu.arch}
     plan.profiled = {c: [f for f in fs if _runs_any(kernels, c, f, plan.run_arch)] for c, fs in profiled.items()}
     if catalog.sm_version(plan.run_arch) > catalog.sm_version(gpu.arch):
         raise SmdissectError(f"arch {plan.run_arch} cannot run on {gpu.name} ({gpu.arch}): set arch: auto")
@@ -95,9 +110,8 @@ def announce(plan: Plan) -> None:
     """Say on stderr, once, what runs and what is skipped and why."""
     cats = ", ".join(plan.families)
     if plan.gpu:
-        print(
-            f"smdissect: {plan.gpu.name} ({plan.run_arch}): {cats}; SASS for {', '.join(plan.archs)}", file=sys.stderr
-        )
+        where = f"{len(plan.devices)} GPUs ({', '.join(plan.devices)})" if plan.devices else plan.gpu.name
+        print(f"smdissect: {where} ({plan.run_arch}): {cats}; SASS for {', '.join(plan.archs)}", file=sys.stderr)
     else:
         reason = next(iter(plan.skipped.values()))
         print(f"smdissect: {reason}; building and SASS-checking {', '.join(plan.archs)} for {cats}; "

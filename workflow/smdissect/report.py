@@ -411,6 +411,22 @@ def render_index(
     write_text(out, _page(title, body))
 
 
+def render_gpus(out: Path, gpus: pd.DataFrame, folders: list[str]) -> None:
+    """Write the page over several GPUs of one run: each GPU's folder, identity and coverage, with links."""
+    title = "smdissect — every GPU of this run"
+    listing = gpus.assign(
+        folder=[f'<a href="{html.escape(f, quote=True)}/index.html">{html.escape(f)}</a>' for f in gpus["folder"]]
+    )
+    compares = "".join(
+        f'<li><a href="compare/{html.escape(f"{folders[0]}-vs-{other}", quote=True)}.html">'
+        f"{html.escape(folders[0])} vs {html.escape(other)}</a></li>"
+        for other in folders[1:]
+    )
+    body = (f"<h1>{html.escape(title)}</h1>" + _section("GPUs", table(listing, raw=("folder",)))
+            + _section("Comparisons", f"<ul>{compares}</ul>" if compares else empty("one GPU only")))  # fmt: skip
+    write_text(out, _page(title, body))
+
+
 def render_compare(out: Path, names: tuple[str, str], diff: pd.DataFrame) -> None:
     """Write the diff page of two result sets: flagged rows (difference beyond the samples' spread) first."""
     flagged = int(diff["flagged"].sum())
