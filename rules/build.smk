@@ -1,7 +1,7 @@
 # build: nvcc compiles one case family for one arch; the toolkit version is a rerun trigger.
 rule build:
     input:
-        source="kernels/{category}/{family}.cu",
+        source=lambda wildcards: PLAN.source(wildcards.category, wildcards.family),
         patched=lambda wildcards: PLAN.patch_targets(wildcards.category, wildcards.family),
         headers=HEADERS,
     output:

@@ -130,3 +130,18 @@ class TestProtocol:
         proc = run_cli(str(built[("sm_90a", "latency", "float")]), *args)
         assert proc.returncode == 2
         assert proc.stderr.strip().startswith(message) and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_python_family_is_its_own_executable_with_no_sass(tmp_path: Path) -> None:
+    """A library call (torch) measured through the same protocol: built by copying, listed, no SASS rows."""
+    source = tmp_path / "lib.py"
+    source.write_text('#!/usr/bin/env python3\nimport json\nprint(json.dumps({"case": "lib_call", "kernels": []}))\n')
+    binary = tmp_path / "build" / "lib"
+    build.compile_family("nvcc", source, binary, ARCHS, ROOT / "kernels" / "common", FLAGS)
+    build.write_listing(binary, binary.with_suffix(".json"))
+    case = catalog.Case("t", "lib_call", "lib.py", "torch call", ("ms",), {"n": [1]}, {})
+    out = tmp_path / "s"
+    pipeline.sass_tables(binary, binary.with_suffix(".json"), [case], "sm_90a", "test", out / "s.parquet",
+                         out / "c.parquet", out / "cc.parquet")  # fmt: skip
+    assert tables.read("sass", out / "s.parquet").empty and tables.read("sass_checks", out / "c.parquet").empty
+    assert tables.read("controlcodes", out / "cc.parquet").empty

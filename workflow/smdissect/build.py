@@ -46,9 +46,13 @@ def command(nvcc: str, source: Path, binary: Path, archs: list[str], include: Pa
 
 def compile_family(nvcc: str, source: Path, binary: Path, archs: list[str], include: Path, flags: list[str]) -> None:
     """Build `binary` for `archs` (one host compile for all); a compile error is one line naming the file and
-    the first error."""
+    the first error. A Python family (a script speaking the protocol) is copied as the executable."""
     binary.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(binary) as tmp:
+        if source.suffix == ".py":
+            shutil.copyfile(source, tmp)
+            Path(tmp).chmod(0o755)
+            return
         proc = subprocess.run(command(nvcc, source, Path(tmp), archs, include, flags), capture_output=True, text=True)
         if proc.returncode != 0:
             errors = [ln for ln in proc.stderr.splitlines() if "error" in ln] or proc.stderr.splitlines()[-1:]

@@ -69,7 +69,8 @@ MANIFEST_SCHEMA: dict[str, Any] = {
                 "required": ["id", "source", "ptx", "measures", "sweep", "sass"],
                 "properties": {
                     "id": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
-                    "source": {"type": "string", "pattern": "^[a-z][a-z0-9_]*\\.cu$"},
+                    # a .cu family, or a Python script speaking the same protocol (a library's own call, e.g. torch)
+                    "source": {"type": "string", "pattern": "^[a-z][a-z0-9_]*\\.(cu|py)$"},
                     "kind": {"enum": ["chain", "timed"]},
                     "ptx": {"type": "string"},
                     "measures": {

@@ -46,12 +46,14 @@ def sass_tables(
     """Opcode counts of every kernel of a binary, the manifest's expectations checked on them, and every
     instruction's control codes (stall count, yield, barriers, wait mask, reuse) decoded from the cubin."""
     by_id = {c.id: c for c in cases}
-    counts = sass.opcodes(sass.dump(binary, arch))
+    entries = json.loads(listing.read_text())
+    has_kernels = any(e["kernels"] for e in entries)  # a Python family lists none: it has no SASS of its own
+    counts = sass.opcodes(sass.dump(binary, arch)) if has_kernels else {}
     base = {"gpu": "none", "gpu_uuid": "", "arch": arch, "driver": "", "cuda": cuda, "category": cases[0].category,
             "run_id": f"static-{datetime.now(UTC):%Y%m%dT%H%M%SZ}", "family": cases[0].family,
             "commit": run.commit(ROOT)}  # fmt: skip
     rows, checks = [], []
-    for entry in json.loads(listing.read_text()):
+    for entry in entries:
         case = by_id.get(entry["case"])
         if case is None:
             continue
@@ -67,7 +69,8 @@ def sass_tables(
                        for row in sass.check(case, observed, k["ops"])]  # fmt: skip
     tables.write("sass", tables.frame("sass", rows), out_sass)
     tables.write("sass_checks", tables.frame("sass_checks", checks), out_checks)
-    controls = controlcodes.decode_binary(binary, arch).assign(**base, case="", params="")
+    codes = controlcodes.decode_binary(binary, arch) if has_kernels else pd.DataFrame(columns=controlcodes.COLUMNS)
+    controls = codes.assign(**base, case="", params="")
     tables.write("controlcodes", controls, out_controls)
 
 

@@ -55,6 +55,11 @@ class Plan:
         """The nvcc flags of one family: the configured ones, then the family's own from its manifest."""
         return " ".join(self.settings["nvcc_flags"] + catalog.family_flags(self.root / "kernels", category, family))
 
+    def source(self, category: str, family: str) -> str:
+        """The file a family is built from (kernels/<category>/<family>.cu, or .py for a Python family)."""
+        case = catalog.families(catalog.load(self.root / "kernels", category))[family][0]
+        return f"kernels/{category}/{case.source}"
+
     def patch_targets(self, category: str, family: str) -> list[str]:
         """The source a family's patched cubins are built from (none for most families)."""
         target = catalog.family_settings(self.root / "kernels", category, family).get("patched")

@@ -1,0 +1,145 @@
+// Shared pieces of the cluster category: cluster special registers, barrier.cluster, mapa and
+// shared::cluster loads/stores (PTX spelled as in CUTLASS's cute/arch/cluster_sm90.hpp), the two-count
+// slope of a timed loop, and a cluster launch (cudaLaunchKernelEx + cudaLaunchAttributeClusterDimension).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "../common/harness.cuh"
+
+namespace cl {
+
+__device__ __forceinline__ uint32_t cta_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ uint32_t cluster_ctas() {
+  uint32_t n;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+  return n;
+}
+__device__ __forceinline__ uint32_t cluster_id() {
+  uint32_t x;
+  asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(x));
+  return x;
+}
+__device__ __forceinline__ uint32_t nsmid() {
+  uint32_t n;
+  asm volatile("mov.u32 %0, %%nsmid;" : "=r"(n));
+  return n;
+}
+
+// barrier.cluster: arrive (release by default, or relaxed) and wait (acquire), every thread of the CTA.
+__device__ __forceinline__ void arrive() { asm volatile("barrier.cluster.arrive.aligned;" ::: "memory"); }
+__device__ __forceinline__ void arrive_relaxed() { asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::); }
+__device__ __forceinline__ void wait() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
+__device__ __forceinline__ void sync() { arrive(), wait(); }
+
+// The shared::cluster address of `smem` (a shared::cta address) in the CTA of cluster rank `rank`.
+__device__ __forceinline__ uint32_t mapa(uint32_t smem, uint32_t rank) {
+  uint32_t r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(smem), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ uint32_t smem_addr(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
+
+__device__ __forceinline__ uint32_t ld_cluster(uint32_t a) {
+  uint32_t r;
+  asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(r) : "r"(a) : "memory");
+  return r;
+}
+__device__ __forceinline__ uint32_t ld_local(uint32_t a) {
+  uint32_t r;
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(r) : "r"(a) : "memory");
+  return r;
+}
+__device__ __forceinline__ void st_cluster(uint32_t a, uint32_t v) {
+  asm volatile("st.shared::cluster.u32 [%0], %1;" ::"r"(a), "r"(v) : "memory");
+}
+
+// Clock reads of one timed thread: c0 | n steps | c1 | 2n steps | c2. One step costs the slope
+// ((c2-c1) - (c1-c0)) / n, so clock reads, loop overhead and pipeline fill cancel.
+struct Slope {
+  long long c0, c1, c2;
+  unsigned long long ns0, ns2;
+  unsigned smid;
+};
+
+inline double per_step(const Slope& s, long steps) { return double((s.c2 - s.c1) - (s.c1 - s.c0)) / steps; }
+inline double mhz(const Slope& s) { return s.ns2 > s.ns0 ? (s.c2 - s.c0) * 1e3 / double(s.ns2 - s.ns0) : 0.0; }
+
+// Launch `kernel` as a 1-D grid of clusters of `cluster` CTAs (sizes above 8 need the non-portable
+// attribute, set here). Returns the launch's error instead of failing: a refused size is a result.
+template <class... Params, class... Args>
+cudaError_t launch(void (*kernel)(Params...), int ctas, int cluster, int threads, size_t smem, Args... args) {
+  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, cluster > 8);
+  if (err == cudaSuccess && smem > 48 * 1024)
+    err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+  if (err != cudaSuccess) return err;
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = unsigned(cluster);
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.gridDim = dim3(unsigned(ctas));
+  cfg.blockDim = dim3(unsigned(threads));
+  cfg.dynamicSmemBytes = smem;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  err = cudaLaunchKernelEx(&cfg, kernel, Params(args)...);
+  if (err == cudaSuccess) err = cudaGetLastError();
+  return err;
+}
+
+// How many clusters of `cluster` CTAs can be resident at once (0: the size cannot launch at all), or the
+// error that refused the question.
+template <class... Params>
+cudaError_t max_active_clusters(void (*kernel)(Params...), int cluster, int threads, size_t smem, int& out) {
+  out = 0;
+  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, cluster > 8);
+  if (err == cudaSuccess && smem > 48 * 1024)
+    err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+  if (err != cudaSuccess) return err;
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = unsigned(cluster);
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.gridDim = dim3(unsigned(cluster));
+  cfg.blockDim = dim3(unsigned(threads));
+  cfg.dynamicSmemBytes = smem;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cudaOccupancyMaxActiveClusters(&out, kernel, &cfg);
+}
+
+// A cluster size outside 1..16, or one that is not a power of two, is a one-line error.
+inline int cluster_param(const std::map<std::string, long>& point) {
+  const long c = smd::param(point, "cluster");
+  if (c < 1 || c > 16 || (c & (c - 1))) smd::fail("cluster must be 1, 2, 4, 8 or 16", 2);
+  return int(c);
+}
+
+// Why a cluster size cannot run here ("" if it can): the runtime's refusal or no resident cluster.
+template <class... Params>
+std::string refusal(void (*kernel)(Params...), int cluster, int threads, size_t smem) {
+  int active = 0;
+  cudaError_t err = max_active_clusters(kernel, cluster, threads, smem, active);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    return std::string("clusters of ") + std::to_string(cluster) + " CTAs refused: " + cudaGetErrorString(err);
+  }
+  if (active == 0) return "no cluster of " + std::to_string(cluster) + " CTAs fits on this GPU (max active clusters 0)";
+  return "";
+}
+
+// --list entry of one kernel.
+inline smd::KernelInfo kernel(const std::string& symbol, long ops, long iterations,
+                              std::map<std::string, long> params = {}) {
+  return {std::move(params), "timed", ops, iterations, symbol};
+}
+
+}  // namespace cl
