@@ -41,7 +41,7 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str, st
     def compile_family(category: str, family: str) -> Path:
         binary = out / category / family
         flags = FLAGS + catalog.family_flags(ROOT / "kernels", category, family)
-        build.compile_family("nvcc", ROOT / "kernels" / category / f"{family}.cu", binary, ARCHS,
+        build.compile_family("nvcc", catalog.family_source(ROOT / "kernels", category, family), binary, ARCHS,
                              ROOT / "kernels" / "common", flags)  # fmt: skip
         build.write_listing(binary, binary.with_suffix(".json"))
         return binary

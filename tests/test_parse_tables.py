@@ -143,7 +143,9 @@ def test_a_point_the_binary_skipped_keeps_its_reason() -> None:
     status, reason = run.skipped_why(stderr, '{"footprint_kb":1024,"stride_b":2048}')
     assert status == "failed" and reason.endswith("n steps took 9 cycles")
     assert run.skipped_why(stderr, '{"footprint_kb":1,"stride_b":0}') == (
-        "failed", "the binary emitted no record for this point")
+        "failed",
+        "the binary emitted no record for this point",
+    )
 
 
 def test_a_point_the_device_cannot_run_is_a_static_row() -> None:

@@ -251,6 +251,11 @@ def families(cases: list[Case]) -> dict[str, list[Case]]:
     return out
 
 
+def family_source(kernels: Path, category: str, family: str) -> Path:
+    """The file a family is built from: kernels/<category>/<family>.cu, or .py for a Python family."""
+    return kernels / category / families(load(kernels, category))[family][0].source
+
+
 def title(kernels: Path, category: str) -> str:
     """The manifest's one-line title of a category."""
     return manifest(kernels, category)["title"]

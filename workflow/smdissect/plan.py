@@ -57,8 +57,7 @@ class Plan:
 
     def source(self, category: str, family: str) -> str:
         """The file a family is built from (kernels/<category>/<family>.cu, or .py for a Python family)."""
-        case = catalog.families(catalog.load(self.root / "kernels", category))[family][0]
-        return f"kernels/{category}/{case.source}"
+        return str(catalog.family_source(self.root / "kernels", category, family).relative_to(self.root))
 
     def patch_targets(self, category: str, family: str) -> list[str]:
         """The source a family's patched cubins are built from (none for most families)."""

@@ -16,6 +16,7 @@ NEAR = 0.05  # a point within 5% of its level's plateau is on it; farther, or al
 PAGE_KB = 2048  # the driver's large page: how many pages a footprint spans (TLB reach)
 DATASHEET_GBS = {"H200": 4800.0, "H100": 3350.0}  # published DRAM bandwidth, by GPU name (datasheet)
 TYPES = {0: "u32", 1: "u64", 2: "f32", 3: "f64"}
+LIBRARIES = ["memcpy_d2d", "torch_copy"]  # library copies measured in the same run: the references
 FLAVOURS = ["default", "ca", "cg", "cs", "lu", "cv", "nc", "const"]
 
 
@@ -206,12 +207,12 @@ def datasheet(gpu: str) -> float:
 
 
 def _bandwidth(raw: pd.DataFrame | None) -> str:
-    cases = ["dram_read", "dram_write", "dram_copy", "l2_read", "memcpy_d2d"]
+    cases = ["dram_read", "dram_write", "dram_copy", "l2_read", *LIBRARIES]
     data = _points(raw, cases, "bandwidth", ["ctas", "loads"])
     if data.empty:
         return report.empty("no bandwidth measurements")
     data["bytes in flight"] = data["ctas"] * 256 * data["loads"] * 16
-    curves = data[data["case"] != "memcpy_d2d"].assign(loads=lambda d: d["loads"].astype(int).astype(str))
+    curves = data[~data["case"].isin(LIBRARIES)].assign(loads=lambda d: d["loads"].astype(int).astype(str))
     chart = (
         alt.Chart(curves)
         .mark_line(point=True)
@@ -229,14 +230,23 @@ def _bandwidth(raw: pd.DataFrame | None) -> str:
     )
     gpu = str(raw["gpu"].iloc[0]) if "gpu" in raw.columns and len(raw) else ""
     best["of datasheet"] = best["value"] / datasheet(gpu)
-    library = data.loc[data["case"] == "memcpy_d2d", "value"]
-    best["vs memcpy_d2d"] = best["value"] / float(library.max()) if len(library) else math.nan
+    for library in LIBRARIES:
+        reference = data.loc[data["case"] == library, "value"]
+        best[f"vs {library}"] = best["value"] / float(reference.max()) if len(reference) else math.nan
     note = report.empty(
         "attribute peak: 2 x memory clock x bus width from the device attributes; datasheet: the published figure "
         f"for {gpu or 'this GPU'} where known ({', '.join(f'{k} {v:g} GB/s' for k, v in DATASHEET_GBS.items())})"
     )
     onchip = _points(raw, ["l1_read", "smem_read"], "bandwidth_per_sm", [])
-    columns = ["case", "params", "value", "bytes in flight", "of attribute peak", "of datasheet", "vs memcpy_d2d"]
+    columns = [
+        "case",
+        "params",
+        "value",
+        "bytes in flight",
+        "of attribute peak",
+        "of datasheet",
+        *(f"vs {library}" for library in LIBRARIES),
+    ]
     out = report.svg(chart) + note + report.table(best[columns].rename(columns={"value": "best GB/s"}))
     if not onchip.empty:
         out += report.table(onchip[["case", "value", "spread"]].rename(columns={"value": "B/cycle/SM"}))

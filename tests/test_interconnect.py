@@ -1,0 +1,195 @@
+"""The interconnect category: manifest, real builds for sm_90a and sm_120a, their SASS against the manifest, what
+the binaries do without a second GPU, and the report view on frames shaped like a real run."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import ARCHS, ROOT
+from smdissect import catalog, run, sass
+from smdissect.tables import canonical_params
+from smdissect.views import interconnect as view
+
+CASES = catalog.load(ROOT / "kernels", "interconnect")
+FAMILIES = sorted(catalog.families(CASES))
+GPU_KEYS = {"src", "dst", "gpu", "mem"}
+
+
+def listing(binary: Path) -> dict[str, list[dict]]:
+    """Case id -> its kernels, from the binary's own --list."""
+    out = subprocess.run([str(binary), "--list"], capture_output=True, text=True, check=True).stdout
+    return {entry["case"]: entry["kernels"] for entry in map(json.loads, out.splitlines())}
+
+
+def test_manifest_sweeps_cover_both_gpus_and_stay_small() -> None:
+    for case in CASES:
+        gpu_axes = GPU_KEYS & set(case.sweep)
+        assert gpu_axes, case.id
+        assert all(case.sweep[k] == [0, 1] for k in gpu_axes), case.id
+        for key, values in (case.profile_sweep or {}).items():
+            assert key in case.sweep and set(values) <= set(case.sweep[key]), case.id
+    for family, cases in catalog.families(CASES).items():
+        launches = sum(math.prod(len(v) for v in c.profiled_sweep().values()) for c in cases)
+        profiled = catalog.family_settings(ROOT / "kernels", "interconnect", family)["profile"]
+        assert not profiled or launches < 40, family
+
+
+def test_families_that_cannot_be_profiled_are_not() -> None:
+    settings = {f: catalog.family_settings(ROOT / "kernels", "interconnect", f) for f in FAMILIES}
+    assert not settings["peer_copy"]["profile"] and not settings["ping_pong"]["profile"]
+    assert not settings["links"]["profile"] and settings["peer_kernel_copy"]["profile"]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("family", FAMILIES)
+def test_family_lists_its_cases_and_its_sass_holds(
+    compiled: Callable[[str, str, str], Path], arch: str, family: str
+) -> None:
+    binary = compiled(arch, "interconnect", family)
+    kernels = listing(binary)
+    cases = {c.id: c for c in catalog.families(CASES)[family]}
+    assert set(kernels) == set(cases)
+    counts = sass.opcodes(sass.dump(binary, arch))
+    for case_id, entries in kernels.items():
+        assert entries or cases[case_id].explain.get("sass"), f"{case_id}: no kernel and no reason why"
+        for k in entries:
+            assert k["symbol"] in counts, f"{case_id}: {k['symbol']} not in the SASS"
+            checks = sass.check(cases[case_id], counts[k["symbol"]], k["ops"])
+            assert checks and all(r["verdict"] == "agree" for r in checks), f"{arch} {case_id}: {checks}"
+
+
+def test_every_case_is_listed_without_a_gpu(compiled: Callable[[str, str, str], Path]) -> None:
+    """On a machine with 0 or 1 GPU the listing (what the SASS stage and the coverage index read) still names every
+    case of the manifest; the static rows for missing peers come from the run stage, which needs a GPU."""
+    listed = set()
+    for family in FAMILIES:
+        listed |= set(listing(compiled(ARCHS[0], "interconnect", family)))
+    assert listed == {c.id for c in CASES}
+
+
+@pytest.mark.parametrize("argv", [["--case", "nope"], ["--param", "src=x"], ["--repeats", "0"], ["--bogus"]])
+def test_bad_arguments_fail_with_one_line(compiled: Callable[[str, str, str], Path], argv: list[str]) -> None:
+    proc = subprocess.run([str(compiled(ARCHS[0], "interconnect", "peer_copy")), *argv], capture_output=True,
+                          text=True)  # fmt: skip
+    assert proc.returncode != 0 and len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith("error:")
+
+
+def test_static_lines_become_static_rows() -> None:
+    """The binary's smd::static_point line for a missing peer maps to a static status naming the reason."""
+    point = canonical_params({"dst": 1, "size_mb": 16, "src": 0})
+    stderr = f"static: memcpy_peer {point}: needs 2 GPUs with peer access; 1 present\n"
+    status, reason = run.skipped_why(stderr, point)
+    assert status == "static" and reason.endswith("needs 2 GPUs with peer access; 1 present")
+    assert run.skipped_why(stderr, canonical_params({"dst": 0, "size_mb": 16, "src": 0}))[0] == "failed"
+
+
+def raw_frame(rows: list[tuple[str, dict[str, int], str, list[float]]], mhz: float = 1980.0) -> pd.DataFrame:
+    """A raw table as the run stage writes it: one row per sample."""
+    out = []
+    for case, params, metric, samples in rows:
+        for i, v in enumerate(samples):
+            out.append({"gpu": "NVIDIA H200", "case": case, "params": canonical_params(params), "metric": metric,
+                        "unit": "", "repeat": i, "value": v, "cycles": 0.0, "iterations": 1, "clock_mhz": mhz,
+                        "smid": 3})  # fmt: skip
+    return pd.DataFrame(out)
+
+
+PAIRS = [(0, 0), (0, 1), (1, 0), (1, 1)]
+
+
+def run_rows() -> list[tuple[str, dict[str, int], str, list[float]]]:
+    """A 2-GPU run: local copies at 2000 GB/s, peer at 400 (bidir 750), peer latency 10x local."""
+    rows = []
+    for s, d in PAIRS:
+        for mb in (1, 16, 256, 1024):
+            uni = (2000.0 if s == d else 400.0) * mb / (mb + 1)
+            rows.append(("memcpy_peer", {"src": s, "dst": d, "size_mb": mb}, "bandwidth", [uni, uni + 2]))
+            rows.append(("memcpy_peer_bidir", {"src": s, "dst": d, "size_mb": mb}, "bandwidth", [uni * 1.875]))
+        rows.append(
+            ("kernel_copy_peer", {"src": s, "dst": d, "size_mb": 1024}, "bandwidth", [3000.0 if s == d else 360.0])
+        )
+        rows.append(("atomic_sys_latency", {"gpu": s, "mem": d}, "latency", [198.0 if s == d else 1980.0]))
+        rows.append(("ping_pong", {"src": s, "dst": d}, "round_trip", [700.0 if s == d else 2500.0]))
+        for mb in (4, 1024):
+            local = 270.0 if mb == 4 else 600.0
+            rows.append(
+                ("peer_chase", {"gpu": s, "mem": d, "footprint_mb": mb}, "latency", [local * (1 if s == d else 4)])
+            )
+    for s, d in [(0, 1), (1, 0)]:
+        for metric, v in [("cuda_peer_access", 1), ("cuda_native_atomics", 1), ("cuda_performance_rank", 0),
+                          ("nvml_p2p_read", 1), ("nvml_p2p_nvlink", 1), ("topology_level", 10)]:  # fmt: skip
+            rows.append(("p2p_link", {"src": s, "dst": d}, metric, [float(v)]))
+    for g in (0, 1):
+        rows += [("nvlink_state", {"gpu": g}, "nvlinks_active", [18.0])]
+        rows += [("nvlink_state", {"gpu": g}, "nvlink_version", [6.0])]
+    return rows
+
+
+def test_versus_local_divides_by_the_same_gpus_local_point() -> None:
+    data = view.points(raw_frame(run_rows()), ["peer_chase"], "latency", ["gpu", "mem", "footprint_mb"])
+    ratio = view.versus_local(data, "gpu", "mem", ("footprint_mb",))
+    peer = (data["gpu"] != data["mem"]).to_numpy()
+    assert ratio[peer].tolist() == [4.0] * 4 and ratio[~peer].tolist() == [1.0] * 4
+
+
+def test_view_on_a_real_shaped_run() -> None:
+    html = dict(view.sections({"raw": raw_frame(run_rows())}))
+    bandwidth = html["Peer-to-peer copy bandwidth"]
+    assert "<svg" in bandwidth and "0 -&gt; 1" in bandwidth and "1 (local)" in bandwidth
+    assert "1024 MB (GB/s)" in bandwidth and ">0.12<" in bandwidth  # kernel copy 360 / 3000 GB/s local
+    atomics = html["Cross-GPU atomic latency: local vs peer"]
+    assert ">1000<" in atomics and ">10<" in atomics  # 1980 cycles at 1980 MHz = 1000 ns, 10x local
+    chase = html["Peer memory access latency (pointer chase)"]
+    assert ">1212<" in chase and ">4<" in chase  # 2400 cycles at 1980 MHz, 4x the local 600
+    assert ">4950<" in html["GPU-to-GPU ping-pong round trip"]  # 2500 ns at 1980 MHz
+    links = html["Links reported by CUDA and NVML"]
+    assert "single switch" in links and "4.0" in links and "18" in links
+
+
+@pytest.mark.parametrize("frames", [{}, {"raw": pd.DataFrame()}])
+def test_view_without_measurements_says_so(frames: dict[str, pd.DataFrame]) -> None:
+    for title, body in view.sections(frames):
+        assert "no " in body and "measurements" in body, title
+
+
+def run_case(binary: Path, case: str, *params: str) -> subprocess.CompletedProcess[str]:
+    """One case of a family on device 0, three repeats."""
+    argv = [str(binary), "--case", case, "--repeats", "3", "--device", "0"]
+    for p in params:
+        argv += ["--param", p]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120)
+
+
+def gpu_count() -> int:
+    """CUDA devices visible to this process (0 where there is no driver)."""
+    proc = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+    return len(proc.stdout.splitlines()) if proc.returncode == 0 else 0
+
+
+@pytest.mark.gpu
+def test_local_and_peer_copies_and_latency_run(compiled: Callable[[str, str, str], Path]) -> None:
+    """Local points always measure; peer points measure on 2 GPUs and are static with the reason on 1."""
+    proc = run_case(compiled(ARCHS[0], "interconnect", "peer_latency"), "atomic_sys_latency", "gpu=0", "mem=0,1")
+    assert proc.returncode == 0, proc.stderr
+    records = {canonical_params(r["params"]): r for r in run.parse_records(proc.stdout)}
+    local = records[canonical_params({"gpu": 0, "mem": 0})]
+    assert 100 < local["value"] < 5000 and max(local["samples"]) - min(local["samples"]) < 0.1 * local["value"]
+    peer = canonical_params({"gpu": 0, "mem": 1})
+    if gpu_count() >= 2:
+        assert records[peer]["value"] > local["value"]
+    else:
+        assert run.skipped_why(proc.stderr, peer)[0] == "static"
+
+
+@pytest.mark.gpu
+def test_ping_pong_returns_within_its_timeout(compiled: Callable[[str, str, str], Path]) -> None:
+    proc = run_case(compiled(ARCHS[0], "interconnect", "ping_pong"), "ping_pong", "src=0", "dst=0,1")
+    assert proc.returncode == 0, proc.stderr
+    (local,) = [r for r in run.parse_records(proc.stdout) if r["params"] == {"src": 0, "dst": 0}]
+    assert 50 < local["value"] < 20000

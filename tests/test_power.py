@@ -1,0 +1,206 @@
+"""The power category: manifest, real builds for sm_90a and sm_120a with their SASS against the manifest, the power
+model's least squares on frames shaped like a real run, the report view, and the H200's recorded samples."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import ARCHS, FIXTURES, ROOT
+from smdissect import catalog, power, sass, tables
+from smdissect.views import power as view
+
+CASES = catalog.load(ROOT / "kernels", "power")
+SWEEP = [1, 2, 4, 8, 16, 33, 66, 99, 132]
+RECORDED = FIXTURES / "h200" / "power-raw.parquet"
+SW_POWER_CAP, GPU_IDLE = 0x4, 0x1
+
+
+def listing(binary: Path) -> dict[str, list[dict]]:
+    """Case id -> its kernels, from the binary's own --list."""
+    out = subprocess.run([str(binary), "--list"], capture_output=True, text=True, check=True).stdout
+    return {entry["case"]: entry["kernels"] for entry in map(json.loads, out.splitlines())}
+
+
+def test_manifest_is_unprofiled_and_fits_the_run_budget() -> None:
+    settings = catalog.family_settings(ROOT / "kernels", "power", "power")
+    assert settings["profile"] is False and settings["timeout"] <= 300
+    points = sum(len(c.points()) for c in CASES)
+    assert points * 2.0 < 90, "each point holds about 2 s of sustained work: the category must stay under 90 s"
+    busy = [c for c in CASES if c.id != power.IDLE]
+    assert {c.id for c in busy} == set(power.PRECISIONS)
+    assert all(min(c.sweep["sms"]) >= 1 for c in busy)
+    assert next(c for c in CASES if c.id == power.IDLE).sweep == {"sms": [0]}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_family_lists_its_cases_and_its_sass_holds(compiled: Callable[[str, str, str], Path], arch: str) -> None:
+    binary = compiled(arch, "power", "power")
+    kernels = listing(binary)
+    cases = {c.id: c for c in CASES}
+    assert set(kernels) == set(cases) and kernels[power.IDLE] == []
+    counts = sass.opcodes(sass.dump(binary, arch))
+    expected = {
+        "power_fp32_ffma": "FFMA",
+        "power_fp16_hfma2": "HFMA2",
+        "power_bf16_mma": "HMMA",
+        "power_fp64_dfma": "DFMA",
+    }
+    for case_id, opcode in expected.items():
+        (k,) = kernels[case_id]
+        observed = counts[k["symbol"]]
+        assert sass.count(observed, opcode) >= k["ops"] > 0, f"{arch} {case_id}: {opcode} missing"
+        bad = [r for r in sass.check(cases[case_id], observed, k["ops"]) if r["verdict"] != "agree"]
+        assert not bad, f"{arch} {case_id} {k['symbol']}: {bad}"
+
+
+def test_bad_parameters_fail_with_one_line(compiled: Callable[[str, str, str], Path]) -> None:
+    binary = compiled("sm_90a", "power", "power")
+    for args in (["--case", "power_fp32_ffma", "--param", "sms=many"], ["--repeats", "0"], ["--bogus"]):
+        proc = subprocess.run([str(binary), *args], capture_output=True, text=True)
+        assert proc.returncode != 0 and len(proc.stderr.strip().splitlines()) == 1, args
+
+
+# Known models: board power = intercept + slope x SMs, TFLOPS = rate x SMs.
+MODELS = {
+    "power_fp32_ffma": (160.0, 1.10, 0.50),
+    "power_fp16_hfma2": (165.0, 1.30, 1.00),
+    "power_bf16_mma": (170.0, 2.90, 3.00),
+    "power_fp64_dfma": (158.0, 1.60, 0.25),
+}
+
+
+def raw_frame(models: dict[str, tuple[float, float, float]], throttled: dict[tuple[str, int], float] | None = None,
+              noise: float = 0.0) -> pd.DataFrame:  # fmt: skip
+    """A raw table as the power family's run writes it: per point one power, energy and tflops sample, NVML
+    readings, a throttle mask; `throttled` pulls given points below the line by that many watts (power cap)."""
+    throttled = throttled or {}
+    rows = []
+
+    def add(case: str, sms: int, metric: str, unit: str, samples: list[float]) -> None:
+        rows.extend({"gpu": "NVIDIA H200", "case": case, "params": tables.canonical_params({"sms": sms}),
+                     "metric": metric, "unit": unit, "repeat": i, "value": v, "clock_mhz": 1980.0, "iterations": 1,
+                     "cycles": 0.0, "smid": -1} for i, v in enumerate(samples))  # fmt: skip
+
+    for case, (intercept, slope, rate) in models.items():
+        for j, sms in enumerate(SWEEP):
+            drop = throttled.get((case, sms), 0.0)
+            watts = intercept + slope * sms + noise * (-1) ** j - drop
+            add(case, sms, "power", "W", [watts])
+            add(case, sms, "energy", "J", [watts * 1.02])
+            add(case, sms, "tflops", "TFLOPS", [rate * sms])
+            add(case, sms, "power_nvml", "W", [watts - 1, watts + 1, watts])
+            add(case, sms, "sm_clock_nvml", "MHz", [1980.0, 1980.0, 1965.0 if drop else 1980.0])
+            add(case, sms, "temperature", "C", [40.0 + sms / 10] * 3)
+            add(case, sms, "throttle_reasons", "bitmask", [float(SW_POWER_CAP if drop else 0)])
+    add(power.IDLE, 0, "power", "W", [78.0])
+    add(power.IDLE, 0, "energy", "J", [79.6])
+    add(power.IDLE, 0, "sm_clock_nvml", "MHz", [345.0, 345.0])
+    add(power.IDLE, 0, "throttle_reasons", "bitmask", [float(GPU_IDLE)])
+    return tables.frame("raw", rows)
+
+
+def test_points_collect_each_sample() -> None:
+    pts = power.points(raw_frame(MODELS, throttled={("power_bf16_mma", 132): 40.0}))
+    assert len(pts) == 4 * len(SWEEP) + 1
+    top = pts[(pts["case"] == "power_bf16_mma") & (pts["sms"] == 132)].iloc[0]
+    assert top["power_w"] == pytest.approx(170 + 2.9 * 132 - 40) and top["tflops"] == pytest.approx(396)
+    assert top["throttle"] == SW_POWER_CAP and top["reasons"] == "sw_power_cap" and top["throttled"]
+    assert top["sm_clock_mhz"] == 1980.0 and top["power_nvml_w"] == pytest.approx(top["power_w"])
+    idle = pts[pts["case"] == power.IDLE].iloc[0]
+    assert idle["sms"] == 0 and idle["reasons"] == "gpu_idle" and not idle["throttled"] and math.isnan(idle["tflops"])
+
+
+def test_fit_recovers_known_coefficients() -> None:
+    fit = power.fits(power.points(raw_frame(MODELS, noise=0.3))).set_index(["precision", "samples"])
+    for case, (intercept, slope, _) in MODELS.items():
+        row = fit.loc[(power.PRECISIONS[case], "all")]
+        assert row["n"] == len(SWEEP)
+        assert row["intercept_w"] == pytest.approx(intercept, abs=0.5)
+        assert row["slope_w_per_sm"] == pytest.approx(slope, abs=0.01)
+        assert 0.999 < row["r2"] < 1 and row["rms_w"] == pytest.approx(0.3, abs=0.05)
+        assert row["idle_w"] == 78.0
+
+
+def test_throttled_samples_bend_the_line_and_are_left_out() -> None:
+    bent = {("power_bf16_mma", 99): 30.0, ("power_bf16_mma", 132): 60.0}
+    pts = power.points(raw_frame(MODELS, throttled=bent))
+    fit = power.fits(pts).set_index(["precision", "samples"])
+    everything, clean = fit.loc[("bf16 mma.sync", "all")], fit.loc[("bf16 mma.sync", "unthrottled")]
+    assert everything["n"] == 9 and clean["n"] == 7
+    assert everything["slope_w_per_sm"] < 2.8 and everything["r2"] < 0.999
+    assert clean["intercept_w"] == pytest.approx(170.0) and clean["slope_w_per_sm"] == pytest.approx(2.9)
+    assert clean["r2"] == pytest.approx(1.0) and clean["rms_w"] == pytest.approx(0.0, abs=1e-9)
+    best = power.best_fit(power.fits(pts)).set_index("precision")
+    assert best.loc["bf16 mma.sync", "samples"] == "unthrottled"
+    residual = power.residuals(pts, power.fits(pts))
+    at = pts.index[(pts["case"] == "power_bf16_mma") & (pts["sms"] == 132)][0]
+    assert residual[at] == pytest.approx(-60.0) and residual[pts["case"] == power.IDLE].isna().all()
+
+
+def test_a_line_needs_two_distinct_sm_counts() -> None:
+    assert math.isnan(power.line(np.array([4.0]), np.array([100.0]))["slope_w_per_sm"])
+    assert math.isnan(power.line(np.array([4.0, 4.0]), np.array([100.0, 101.0]))["intercept_w"])
+    exact = power.line(np.array([0.0, 10.0, 20.0]), np.array([50.0, 60.0, 70.0]))
+    assert (
+        exact["intercept_w"] == pytest.approx(50) and exact["slope_w_per_sm"] == pytest.approx(1) and exact["r2"] == 1
+    )
+
+
+def test_efficiency_at_the_most_sms() -> None:
+    eff = power.efficiency(power.points(raw_frame(MODELS))).set_index("precision")
+    fp32 = 0.5 * 132 / (160 + 1.1 * 132)
+    assert eff.loc["fp32 FFMA", "sms"] == 132 and eff.loc["fp32 FFMA", "tflops_per_w"] == pytest.approx(fp32)
+    assert eff.loc["bf16 mma.sync", "vs_fp32"] == pytest.approx(3.0 * 132 / (170 + 2.9 * 132) / fp32)
+    assert "idle" not in eff.index
+
+
+def test_view_on_a_real_shaped_run() -> None:
+    html = dict(view.sections({"raw": raw_frame(MODELS, throttled={("power_fp64_dfma", 132): 25.0})}))
+    model = html["Power model: P = P_infrastructure + k x active SMs"]
+    assert "2.9" in model and "170" in model and "unthrottled" in model and "1 sample(s)" in model
+    assert "<svg" in html["Board power versus active SMs"]
+    efficiency = html["Energy efficiency (TFLOPS/W) at the most SMs measured"]
+    assert f"{3.0 * 132 / (170 + 2.9 * 132):.4g}" in efficiency
+    samples = html["Clocks, temperature and throttle reasons per sample"]
+    assert "sw_power_cap" in samples and "0x4" in samples and "gpu_idle" in samples and "-25" in samples
+
+
+@pytest.mark.parametrize("frames", [{}, {"raw": pd.DataFrame()}])
+def test_view_without_measurements_says_so(frames: dict[str, pd.DataFrame]) -> None:
+    for title, body in view.sections(frames):
+        assert "no " in body and "measurements" in body, title
+
+
+@pytest.mark.skipif(not RECORDED.exists(), reason=f"{RECORDED.relative_to(ROOT)} not recorded yet: copy the power "
+                    "category's raw.parquet of an H200 run there")  # fmt: skip
+def test_recorded_h200_samples_fit_a_line() -> None:
+    pts = power.points(tables.read("raw", RECORDED))
+    idle = pts.loc[pts["case"] == power.IDLE, "power_w"]
+    assert len(idle) == 1 and 30 < float(idle.iloc[0]) < 200
+    busy = pts[pts["case"] != power.IDLE]
+    assert set(busy["case"]) == set(power.PRECISIONS)
+    assert (busy["power_w"] < 800).all() and (busy["energy_j"] / busy["power_w"]).between(0.9, 1.5).all()
+    for row in power.best_fit(power.fits(pts)).itertuples():
+        assert row.n >= 5 and row.slope_w_per_sm > 0 and row.r2 > 0.9, row
+        assert row.intercept_w > 0.8 * row.idle_w, row
+    fp32 = busy[(busy["case"] == "power_fp32_ffma") & (busy["sms"] == busy["sms"].max())].iloc[0]
+    peak = fp32["sms"] * 256 * fp32["clock64_mhz"] / 1e6  # FFMA: 128 lanes x 2 FLOP per SM and cycle
+    assert 0.7 * peak < fp32["tflops"] < 1.02 * peak
+
+
+@pytest.mark.gpu
+def test_ffma_power_grows_with_active_sms(compiled: Callable[[str, str, str], Path]) -> None:
+    binary = compiled("sm_90a", "power", "power")
+    out = subprocess.run([str(binary), "--case", "power_fp32_ffma", "--param", "sms=1,8"],
+                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    records = {(r["metric"], r["params"]["sms"]): r for r in map(json.loads, out.splitlines())}
+    assert records[("power", 8)]["value"] > records[("power", 1)]["value"]
+    ratio = records[("tflops", 8)]["value"] / records[("tflops", 1)]["value"]
+    assert 7 < ratio < 9 and records[("power", 1)]["smid"] >= 0

@@ -1,0 +1,112 @@
+"""The binary protocol (docs/cases.md) for Python families: scripts that measure a library's own call (torch)
+and speak to the pipeline exactly as a .cu family's binary does."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import statistics
+import sys
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+Point = dict[str, int]
+Runner = Callable[[str, Point, int, int], None]
+WARM_MS = 200.0  # keep the GPU busy this long before timing, so it leaves its idle clock
+
+
+def params_json(point: Point) -> str:
+    """Canonical JSON of a parameter point: sorted keys, no spaces (as the harness writes it)."""
+    return json.dumps(dict(sorted(point.items())), separators=(",", ":"))
+
+
+def range_name(case: str, point: Point, variant: str) -> str:
+    """The NVTX range that maps a profiled launch back to its case: smd:<case>:<params>:<variant>."""
+    return f"smd:{case}:{params_json(point)}:{variant}"
+
+
+def emit(case: str, point: Point, metric: str, unit: str, samples: list[float], variant: str = "") -> None:
+    """Print one record (host-timed: no cycles, clock or SM of its own)."""
+    record: dict[str, Any] = {"case": case, "params": dict(sorted(point.items())), "metric": metric, "unit": unit,
+                              "value": statistics.median(samples), "samples": samples, "cycles": 0, "iterations": 0,
+                              "clock_mhz": 0, "smid": -1}  # fmt: skip
+    if variant:
+        record["variant"] = variant
+    print(json.dumps(record), flush=True)
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    """The protocol's only error path: one line on stderr and a non-zero exit."""
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(code)
+
+
+class _Parser(argparse.ArgumentParser):
+    """Argument errors are one line and exit status 2, like smd::fail."""
+
+    def error(self, message: str) -> NoReturn:
+        fail(message, 2)
+
+
+def param(point: Point, key: str) -> int:
+    """A swept parameter of the current point; its absence is a one-line error."""
+    if key not in point:
+        fail(f"missing --param {key}=...", 2)
+    return point[key]
+
+
+def _param(text: str) -> tuple[str, list[int]]:
+    key, eq, values = text.partition("=")
+    if not eq or not key:
+        fail(f"--param wants k=v1,v2,..., got '{text}'", 2)
+    try:
+        return key, [int(v) for v in values.split(",")]
+    except ValueError:
+        fail(f"--param {key}: '{values}' is not a list of integers", 2)
+
+
+def torch_on(device: int) -> Any:
+    """torch on CUDA device `device`, warmed up (matrix products for WARM_MS); one-line errors otherwise."""
+    try:
+        import torch
+    except ImportError:
+        fail("torch is not installed: pip install torch (with CUDA) to measure the library reference")
+    if not torch.cuda.is_available() or not 0 <= device < torch.cuda.device_count():
+        fail(f"--device {device} out of range: {torch.cuda.device_count()} GPU(s) present", 2)
+    torch.cuda.set_device(device)
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    while True:
+        for _ in range(8):
+            a = (a @ a).clamp_(-1, 1)
+        end.record()
+        end.synchronize()
+        if start.elapsed_time(end) >= WARM_MS:
+            return torch
+
+
+def main(cases: dict[str, Runner], argv: list[str] | None = None) -> None:
+    """--list prints each case (no kernels of its own); else run the named cases over the sweep's product."""
+    parser = _Parser(add_help=False)
+    parser.add_argument("--list", action="store_true")
+    parser.add_argument("--case", action="append", default=[])
+    parser.add_argument("--param", action="append", default=[], type=_param)
+    parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--device", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.repeats < 1:
+        fail("--repeats must be >= 1", 2)
+    if args.list:
+        for case in cases:
+            print(json.dumps({"case": case, "kernels": []}))
+        return
+    if not args.case:
+        fail("no --case given (see --list)", 2)
+    axes = dict(sorted(args.param))
+    for case in args.case:
+        if case not in cases:
+            fail(f"unknown case '{case}' (see --list)", 2)
+        for combo in itertools.product(*axes.values()):
+            cases[case](case, dict(zip(axes, combo, strict=True)), args.repeats, args.device)

@@ -1,0 +1,183 @@
+"""Report view of the async category: TMA bandwidth against outstanding copies and CTAs, the TMA / LDG bandwidth
+ratio of one run, dependent copy latency by level and size, L2 cache hints, and synchronisation costs."""
+
+from __future__ import annotations
+
+import math
+
+import altair as alt
+import pandas as pd
+
+from smdissect import report
+
+TARGET = 0.90  # TMA bulk best over LDG best that the bulk path should reach
+NEAR_PEAK = 0.90  # a curve point within 10% of its best counts as at the peak
+POLICIES = {0: "no hint", 1: "evict_last working set", 2: "evict_first streaming set",
+            3: "evict_last + persisting set-aside"}  # fmt: skip
+TMA = ["bulk_depth", "bulk_ctas", "tensor_depth", "tensor_ctas"]
+LATENCY = ["cp_async_ca_latency", "cp_async_cg_latency", "bulk_latency", "tensor_latency"]
+
+
+def _points(raw: pd.DataFrame | None, cases: list[str], metric: str, keys: list[str]) -> pd.DataFrame:
+    """Median and spread per (case, params) of one metric, with the named parameters as columns."""
+    if raw is None or raw.empty:
+        return pd.DataFrame(columns=["case", "params", "value", "spread", *keys])
+    rows = raw[raw["case"].isin(cases) & (raw["metric"] == metric)]
+    out = rows.groupby(["case", "params"], as_index=False).agg(
+        value=("value", "median"), spread=("value", lambda s: s.max() - s.min())
+    )
+    for key in keys:
+        out[key] = pd.to_numeric(out["params"].map(lambda p, k=key: report.param(p, k)), errors="coerce")
+    return out.sort_values(["case", *keys]).reset_index(drop=True)
+
+
+def first_reaching(curve: pd.DataFrame, axis: str, fraction: float = NEAR_PEAK) -> float:
+    """The smallest `axis` value whose bandwidth is within `fraction` of the curve's best, NaN for no curve."""
+    if curve.empty:
+        return math.nan
+    best = curve["value"].max()
+    return float(curve.loc[curve["value"] >= fraction * best, axis].min())
+
+
+def level(footprint_kb: float) -> str:
+    """Where a chase footprint lives: L1 (up to 256 KB), L2 (up to 32 MB, read warm) or DRAM."""
+    return "L1" if footprint_kb <= 256 else "L2" if footprint_kb <= 32768 else "DRAM"
+
+
+def ratio_sentence(tma_best: float, ldg_best: float) -> str:
+    """What the best TMA bulk bandwidth is against the best LDG.128 bandwidth of the same run."""
+    if not (tma_best > 0 and ldg_best > 0):
+        return "no TMA-versus-LDG ratio: one of the two streaming measurements is missing"
+    ratio = tma_best / ldg_best
+    verdict = "meets" if ratio >= TARGET else "is below"
+    return (
+        f"TMA bulk best {tma_best:.0f} GB/s / LDG.128 best {ldg_best:.0f} GB/s = {ratio:.3f} (same binary, same "
+        f"4 GiB buffer, same run): {verdict} the {TARGET:.2f} target"
+    )
+
+
+def _curve_chart(data: pd.DataFrame, axis: str, title: str) -> str:
+    data = data.assign(series=data["case"] + " " + data["bytes"].astype(int).astype(str) + " B")
+    if "outstanding" in data and axis != "outstanding":
+        data["series"] += " x" + data["outstanding"].astype(int).astype(str)
+    chart = (
+        alt.Chart(data)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X(f"{axis}:Q", scale=alt.Scale(type="log", base=2), title=title),
+            y=alt.Y("value:Q", title="GB/s"),
+            color=alt.Color("series:N", title=None),
+        )
+        .properties(width=560, height=280)
+    )
+    return report.svg(chart)
+
+
+def _depth(raw: pd.DataFrame | None) -> str:
+    data = _points(raw, ["bulk_depth", "tensor_depth"], "bandwidth", ["outstanding", "bytes", "ctas"])
+    if data.empty:
+        return report.empty("no TMA outstanding-copy measurements")
+    found = pd.DataFrame(
+        [
+            {"case": c, "bytes per copy": int(b), "best GB/s": g["value"].max(),
+             f"outstanding copies for {NEAR_PEAK:.0%} of best": first_reaching(g, "outstanding")}
+            for (c, b), g in data.groupby(["case", "bytes"])
+        ]
+    )  # fmt: skip
+    note = report.empty(
+        "one CTA per SM, one producer thread keeping N copies in flight, four warps summing every copied word; "
+        "the paper (RTX PRO 5000, sm_120) reports that 90% of peak needs at least 32 outstanding copies"
+    )
+    return _curve_chart(data, "outstanding", "copies in flight per CTA") + note + report.table(found)
+
+
+def _ctas(raw: pd.DataFrame | None) -> str:
+    data = _points(raw, ["bulk_ctas", "tensor_ctas"], "bandwidth", ["ctas", "outstanding", "bytes"])
+    if data.empty:
+        return report.empty("no TMA CTA-count measurements")
+    found = pd.DataFrame(
+        [
+            {"case": c, "outstanding": int(o), "best GB/s": g["value"].max(),
+             f"CTAs for {NEAR_PEAK:.0%} of best": first_reaching(g, "ctas")}
+            for (c, o), g in data.groupby(["case", "outstanding"])
+        ]
+    )  # fmt: skip
+    note = report.empty("the paper (RTX PRO 5000, sm_120, 110 SMs) saturates DRAM with about 76 CTAs of TMA copies")
+    return _curve_chart(data, "ctas", "CTAs") + note + report.table(found)
+
+
+def _versus_ldg(raw: pd.DataFrame | None) -> str:
+    cases = [*TMA, "cp_async_stream", "ldg_stream"]
+    data = _points(raw, cases, "bandwidth", [])
+    if data.empty:
+        return report.empty("no streaming bandwidth measurements")
+    best = data.loc[data.groupby("case")["value"].idxmax(), ["case", "params", "value", "spread"]]
+    ldg = best.loc[best["case"] == "ldg_stream", "value"]
+    ldg_best = float(ldg.iloc[0]) if len(ldg) else math.nan
+    best["of LDG best"] = best["value"] / ldg_best
+    bulk = best.loc[best["case"].isin(["bulk_depth", "bulk_ctas"]), "value"]
+    sentence = ratio_sentence(float(bulk.max()) if len(bulk) else math.nan, ldg_best)
+    why = ""
+    depth = _points(raw, ["bulk_depth"], "bandwidth", ["outstanding"])
+    if sentence.endswith("below the 0.90 target") and not depth.empty:
+        top = depth.groupby("outstanding")["value"].max()
+        rising = top.iloc[-1] > top.iloc[:-1].max() if len(top) > 1 else False
+        why = report.empty(
+            f"bulk bandwidth at the deepest ring ({int(top.index[-1])} copies in flight) "
+            + ("is still rising: more copies in flight per SM would be needed" if rising else "has levelled off")
+        )
+    table = best.rename(columns={"value": "best GB/s", "spread": "spread (GB/s)"})
+    return report.empty(sentence) + why + report.table(table)
+
+
+def _latency(raw: pd.DataFrame | None) -> str:
+    data = _points(raw, LATENCY, "latency", ["bytes", "footprint_kb"])
+    if data.empty:
+        return report.empty("no async-copy latency measurements")
+    data["level"] = data["footprint_kb"].map(level)
+    table = data.pivot_table(index=["case", "bytes"], columns="level", values="value").reset_index()
+    table.columns = [f"{c} (cycle)" if c in ("L1", "L2", "DRAM") else c for c in table.columns]
+    note = report.empty(
+        "one thread, each copy's slot names the next (random cycle): a step is issue, transfer, completion, the "
+        "wait and one ld.shared; L1/L2 footprints are read first, DRAM ones (1 GB) include TLB misses"
+    )
+    return note + report.table(table)
+
+
+def _hints(raw: pd.DataFrame | None) -> str:
+    data = _points(raw, ["bulk_l2_hint"], "bandwidth", ["policy"])
+    if data.empty:
+        return report.empty("no L2 cache-hint measurements")
+    base = data.loc[data["policy"] == 0, "value"]
+    data["hint"] = data["policy"].map(POLICIES)
+    data["vs no hint"] = data["value"] / (float(base.iloc[0]) if len(base) else math.nan)
+    note = report.empty(
+        "a working set of half the L2 is bulk-read, then 4 L2s of other data streamed, then the working set re-read "
+        "(timed): a hint that protects the working set turns the re-read into L2 hits"
+    )
+    return note + report.table(
+        data[["hint", "value", "spread", "vs no hint"]].rename(columns={"value": "re-read GB/s"})
+    )
+
+
+def _costs(raw: pd.DataFrame | None) -> str:
+    if raw is None or raw.empty:
+        return report.empty("no cost measurements")
+    data = _points(raw, sorted(c for c in raw["case"].unique() if c.endswith("_cost")), "cost", [])
+    if data.empty:
+        return report.empty("no cost measurements")
+    data["op"] = data["case"].str.removesuffix("_cost")
+    return report.table(data[["op", "value", "spread"]].rename(columns={"value": "cycles per op", "spread": "spread"}))
+
+
+def sections(frames: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:
+    """The async category's charts and tables, each saying so when its measurements are missing."""
+    raw = frames.get("raw")
+    return [
+        ("TMA bandwidth versus copies in flight per CTA", _depth(raw)),
+        ("TMA bandwidth versus CTAs", _ctas(raw)),
+        ("TMA bulk versus LDG.128 (same run)", _versus_ldg(raw)),
+        ("Dependent copy latency (L1 / L2 / DRAM)", _latency(raw)),
+        ("L2 cache hints", _hints(raw)),
+        ("Synchronisation costs", _costs(raw)),
+    ]
