@@ -192,6 +192,9 @@ void run_stream(const std::string& id, const std::map<std::string, long>& point,
 
 // Each CTA reads its own 32 KiB tile kTileReps times: from L1 (global loads, warmed by a first read)
 // or from shared memory (filled from global first). Two independent 16 B loads in flight per thread.
+// Pass r reads the tile rotated by r warps' worth of vectors: every pass reads every vector once, warp-aligned,
+// and no address is loop-invariant, so ptxas cannot hoist the loads out of the pass loop (it did: the counters
+// saw 2 of 513 passes while the SASS held the right number of loads, outside the loop).
 template <bool SHARED>
 __global__ void __launch_bounds__(1024) tile_kernel(const uint4* src, smd::Stamp* stamps, unsigned* sum) {
   constexpr int kPer = kTile / 1024;
@@ -212,7 +215,7 @@ __global__ void __launch_bounds__(1024) tile_kernel(const uint4* src, smd::Stamp
     uint4 v[kPer];
 #pragma unroll
     for (int k = 0; k < kPer; ++k) {
-      const int i = threadIdx.x + k * 1024;
+      const int i = (threadIdx.x + k * 1024 + r * 32) & (kTile - 1);
       if constexpr (SHARED)
         asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
                      : "=r"(v[k].x), "=r"(v[k].y), "=r"(v[k].z), "=r"(v[k].w)

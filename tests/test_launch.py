@@ -1,0 +1,213 @@
+"""The launch category: manifest, real builds for sm_90a and sm_120a, their listings and SASS against the manifest
+(PDL's PREEXIT/ACQBULK on both archs, cluster launch control's UGETNEXTWORKID on sm_120a only), one-line errors,
+and the report view on frames shaped like a real run."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import ARCHS, ROOT
+from smdissect import catalog, pipeline, sass, tables
+from smdissect.views import launch as view
+
+CASES = catalog.load(ROOT / "kernels", "launch")
+FAMILIES = sorted(catalog.families(CASES))
+Compiled = Callable[[str, str, str], Path]
+
+
+def listing(binary: Path) -> dict[str, list[dict]]:
+    """Case id -> its kernels, from the binary's own --list."""
+    out = subprocess.run([str(binary), "--list"], capture_output=True, text=True, check=True).stdout
+    return {entry["case"]: entry["kernels"] for entry in map(json.loads, out.splitlines())}
+
+
+def sass_checks(compiled: Compiled, arch: str, family: str, tmp_path: Path) -> pd.DataFrame:
+    """The sass_checks table of one family on one arch, made by the pipeline's own stage."""
+    binary = compiled(arch, "launch", family)
+    out = tmp_path / arch / family
+    pipeline.sass_tables(binary, binary.with_suffix(".json"), catalog.families(CASES)[family], arch, "test",
+                         out / "s.parquet", out / "c.parquet", out / "controls.parquet")  # fmt: skip
+    return tables.read("sass_checks", out / "c.parquet")
+
+
+def test_profiled_launches_stay_within_the_ncu_budget() -> None:
+    for family, cases in catalog.families(CASES).items():
+        if not catalog.family_settings(ROOT / "kernels", "launch", family)["profile"]:
+            continue
+        launches = sum(math.prod(len(v) for v in c.profiled_sweep().values()) for c in cases)
+        assert launches < 40, family
+        for case in cases:
+            assert all(set(v) <= set(case.sweep[k]) for k, v in (case.profile_sweep or {}).items()), case.id
+
+
+def test_paper_ids_exist_and_clc_is_static_on_hopper() -> None:
+    reference = set(pd.read_csv(ROOT / "reference" / "seed_sm120.csv")["id"])
+    assert all(c.paper in reference for c in CASES if c.paper)
+    clc = next(c for c in CASES if c.id == "clc_try_cancel")
+    assert clc.unsupported("sm_90a") and clc.unsupported("sm_120a") is None
+    assert all(c.unsupported("sm_90a") is None for c in CASES if c.id != "clc_try_cancel")
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("family", FAMILIES)
+def test_family_lists_its_cases_and_its_sass_holds(compiled: Compiled, arch: str, family: str, tmp_path: Path) -> None:
+    binary = compiled(arch, "launch", family)
+    kernels = listing(binary)
+    cases = {c.id: c for c in catalog.families(CASES)[family]}
+    assert set(kernels) == set(cases)
+    counts = sass.opcodes(sass.dump(binary, arch))
+    assert all(k["symbol"] in counts for entries in kernels.values() for k in entries)
+    checks = sass_checks(compiled, arch, family, tmp_path)
+    runnable = {i for i, c in cases.items() if c.unsupported(arch) is None}
+    bad = checks[checks["case"].isin(runnable) & (checks["verdict"] != "agree")]
+    assert bad.empty, bad[["case", "kernel", "opcode", "expect", "count"]].to_string()
+    expected = sum(len(k) for i, k in kernels.items() if cases[i].sass_expect or cases[i].sass_forbid)
+    assert checks.groupby(["case", "kernel"]).ngroups == expected
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_pdl_and_clc_instructions_are_where_each_arch_has_them(compiled: Compiled, arch: str) -> None:
+    gap = sass.opcodes(sass.dump(compiled(arch, "launch", "gap"), arch))["chain_kernel"]
+    assert gap["PREEXIT"] == 1 and gap["ACQBULK"] == 1  # griddepcontrol.launch_dependents / .wait
+    clc = sass.opcodes(sass.dump(compiled(arch, "launch", "clc"), arch))["clc_kernel"]
+    if arch == "sm_120a":
+        assert sass.count(clc, "UGETNEXTWORKID") == 1 and sass.count(clc, "SYNCS.PHASECHK") >= 1
+    else:  # compiled out below sm_100: the kernel exists and does nothing
+        assert set(clc) <= {"LDC", "EXIT", "BRA", "NOP"}
+
+
+@pytest.mark.parametrize(
+    ("family", "args"),
+    [("gap", ["--case", "gap_pdl", "--param", "kernels=two"]), ("hostlink", ["--repeats", "0"]),
+     ("overhead", ["--case", "launch_round_trip", "--bogus"]), ("clc", [])],
+)  # fmt: skip
+def test_bad_arguments_fail_with_one_line(compiled: Compiled, family: str, args: list[str]) -> None:
+    proc = subprocess.run([str(compiled("sm_90a", "launch", family)), *args], capture_output=True, text=True)
+    assert proc.returncode != 0 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith("error: ")
+
+
+def raw_frame(rows: list[tuple[str, dict[str, int], str, str, list[float]]]) -> pd.DataFrame:
+    """A raw table as the run stage writes it: one row per sample."""
+    out = []
+    for case, params, metric, unit, samples in rows:
+        for i, v in enumerate(samples):
+            out.append({"gpu": "NVIDIA H200", "arch": "sm_90a", "category": "launch", "case": case,
+                        "params": tables.canonical_params(params), "family": "", "metric": metric, "unit": unit,
+                        "repeat": i, "value": v, "cycles": 0.0, "iterations": 1, "clock_mhz": 0.0, "smid": -1,
+                        "variant": "", "expect": "{}"})  # fmt: skip
+    return tables.frame("raw", out)
+
+
+GAPS = {"gap_serial": 1.2, "gap_graph": 0.9, "gap_pdl": 0.5}  # dependent gap (us) at every point
+
+
+def real_shaped() -> pd.DataFrame:
+    """A raw table like a launch run on an H200: every case, a few points each."""
+    rows = [("launch_round_trip", {"ctas": c}, "latency", "us", [9.0, 10.0, 11.0]) for c in (0, 1)]
+    rows += [("launch_enqueue", {"ctas": 1}, "enqueue", "us", [2.0, 2.5]), ("launch_enqueue", {"ctas": 1},
+             "completed", "us", [2.6])]  # fmt: skip
+    for case, gap in GAPS.items():
+        for ctas in (0, 1):
+            for n in (2, 16):
+                p = {"ctas": ctas, "kernels": n}
+                rows += [(case, p, "dependent_gap", "us", [gap, gap + 0.2]), (case, p, "per_kernel", "us", [3.0])]
+                rows += [(case, p, "start_gap", "us", [gap - 2.0 if case == "gap_pdl" else gap - 0.01])]
+    rows += [("globaltimer_step", {}, "step", "ns", [32.0]), ("globaltimer_step", {}, "update_interval", "ns", [32.0])]
+    for case, top in (("h2d_pinned", 57.0), ("d2h_pinned", 55.0), ("bidir_pinned", 102.0)):
+        rows += [
+            (case, {"size_kb": kb}, "bandwidth", "GB/s", [top * f]) for kb, f in ((4, 0.05), (1024, 0.8), (262144, 1))
+        ]
+    rows += [("h2d_pageable", {"size_kb": 65536}, "bandwidth", "GB/s", [20.0])]
+    rows += [("pcie_link", {}, m, u, [v]) for m, u, v in (("link_speed", "GT/s", 32.0), ("link_width", "lanes", 16),
+             ("max_link_speed", "GT/s", 32.0), ("max_link_width", "lanes", 16))]  # fmt: skip
+    return raw_frame(rows)
+
+
+def test_pcie_generation_and_peak() -> None:
+    assert view.generation(32.0) == 5 and view.generation(16.0) == 4 and view.generation(2.5) == 1
+    assert math.isnan(view.generation(12.0))
+    raw, encoded = view.link_peak(32.0, 16)
+    assert raw == 64.0 and encoded == pytest.approx(64.0 * 128 / 130)
+    assert view.link_peak(5.0, 8) == (5.0, 4.0)
+
+
+def test_gap_table_pivots_modes_by_grid_and_length() -> None:
+    table = view.gaps(real_shaped(), "dependent_gap")
+    assert list(table.columns) == ["grid", "kernels", "serial", "graph", "PDL"]
+    assert set(table["grid"]) == {"one per SM", "1 CTA"} and len(table) == 4
+    assert table["serial"].tolist() == pytest.approx([1.3] * 4)  # median of 1.2 and 1.4
+    assert table["PDL"].tolist() == pytest.approx([0.6] * 4)
+    assert view.gaps(real_shaped(), "start_gap")["PDL"].tolist() == pytest.approx([-1.5] * 4)
+
+
+def test_view_on_a_real_shaped_run() -> None:
+    html = dict(view.sections({"raw": real_shaped()}))
+    overhead = html["Launch overhead"]
+    assert "launch + synchronize round trip" in overhead and "one per SM" in overhead and ">10<" in overhead
+    gaps = html["Kernel-to-kernel gaps: serial, graph, PDL"]
+    assert "<svg" in gaps and "PDL saves (us)" in gaps and ">0.7<" in gaps  # 1.3 - 0.6
+    assert "smallest step 32 ns" in gaps
+    link = html["Host link (PCIe) bandwidth"]
+    assert "<svg" in link and "H2D pageable" in link
+    assert ">0.8906<" in link and ">0.7969<" in link  # 57 of 64 GB/s (Gen 5 x16), 102 of 2 x 64 both ways
+    assert "no cluster-launch-control measurements" in html["Cluster launch control"]
+
+
+def test_clc_table_when_measured() -> None:
+    measured = (("round_trip", "cycle", 850.0), ("failed_round_trip", "cycle", 700.0), ("canceled_share", "", 0.75))
+    rows = [("clc_try_cancel", {"ctas_per_sm": 4}, m, u, [v]) for m, u, v in measured]
+    body = dict(view.sections({"raw": raw_frame(rows)}))["Cluster launch control"]
+    assert "round trip (cycle)" in body and ">850<" in body and ">0.75<" in body
+
+
+@pytest.mark.parametrize("frames", [{}, {"raw": pd.DataFrame()}, {"raw": raw_frame([])}])
+def test_view_without_measurements_says_so(frames: dict[str, pd.DataFrame]) -> None:
+    for title, body in view.sections(frames):
+        assert "no " in body and "measurements" in body, title
+
+
+def run_case(binary: Path, case: str, *params: str) -> tuple[list[dict], str]:
+    """The records and stderr of one case run with 3 repeats."""
+    argv = [str(binary), "--case", case, "--repeats", "3"] + [a for p in params for a in ("--param", p)]
+    proc = subprocess.run(argv, capture_output=True, text=True, check=True)
+    return [json.loads(line) for line in proc.stdout.splitlines()], proc.stderr
+
+
+@pytest.mark.gpu
+def test_gaps_run_and_pdl_overlaps(compiled: Compiled) -> None:
+    binary = compiled("sm_90a", "launch", "gap")
+    by = {}
+    for case in ("gap_serial", "gap_pdl"):
+        records, _ = run_case(binary, case, "kernels=16", "ctas=0")
+        by[case] = {r["metric"]: r["value"] for r in records}
+    assert 0 < by["gap_serial"]["dependent_gap"] < 50 and 0 < by["gap_pdl"]["dependent_gap"] < 50
+    assert by["gap_pdl"]["start_gap"] < by["gap_serial"]["start_gap"]  # launched before its predecessor ended
+    proc = subprocess.run([str(binary), "--case", "gap_serial", "--param", "kernels=1", "--param", "ctas=1"],
+                          capture_output=True, text=True)  # fmt: skip
+    assert proc.returncode != 0 and proc.stderr.strip() == "error: kernels must be in 2..1024"
+
+
+@pytest.mark.gpu
+def test_launch_overhead_and_host_link_are_plausible(compiled: Compiled) -> None:
+    (trip,), _ = run_case(compiled("sm_90a", "launch", "overhead"), "launch_round_trip", "ctas=1")
+    assert trip["unit"] == "us" and 1 < trip["value"] < 1000 and trip["cycles"] == 0
+    hostlink = compiled("sm_90a", "launch", "hostlink")
+    (h2d,), _ = run_case(hostlink, "h2d_pinned", "size_kb=65536")
+    assert h2d["unit"] == "GB/s" and 5 < h2d["value"] < 200
+    link, stderr = run_case(hostlink, "pcie_link")
+    assert {r["metric"] for r in link} == {"link_speed", "link_width", "max_link_speed", "max_link_width"} or (
+        not link and stderr.startswith("static: pcie_link")
+    )
+
+
+@pytest.mark.gpu
+def test_clc_is_static_below_sm100(compiled: Compiled) -> None:
+    records, stderr = run_case(compiled("sm_90a", "launch", "clc"), "clc_try_cancel", "ctas_per_sm=4")
+    assert not records and "static: clc_try_cancel" in stderr and "sm_100" in stderr
