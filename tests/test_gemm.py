@@ -1,0 +1,180 @@
+"""The gemm category: both CUTLASS families compile for sm_90a and sm_120a, their listing and SASS match the manifest
+(TMA + wgmma on sm_90a, the block-scaled NVFP4 MMA on sm_120a), bad parameters fail in one line, and the report
+view turns real-shaped tables into its sections."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import ARCHS, ROOT
+from smdissect import catalog, sass, tables
+from smdissect.views import gemm as view
+
+CASES = catalog.load(ROOT / "kernels", "gemm")
+FAMILIES = sorted(catalog.families(CASES))
+# The kernel each family measures, and the opcodes that prove its path on the arch it is built for.
+PATHS = {
+    "cutlass_sm90": ("sm_90a", "cutlass_gemm_bf16", ("HGMMA", "UTMALDG", "WARPGROUP.ARRIVE")),
+    "cutlass_sm120": ("sm_120a", "cutlass_gemm_nvfp4", ("OMMA.SF", "UTMALDG")),
+}
+
+
+def listing(binary: Path) -> dict[str, list[dict]]:
+    """Case id -> its kernels, from the binary's own --list."""
+    out = subprocess.run([str(binary), "--list"], capture_output=True, text=True, check=True).stdout
+    return {entry["case"]: entry["kernels"] for entry in map(json.loads, out.splitlines())}
+
+
+def test_profiled_launches_stay_within_the_ncu_budget() -> None:
+    for case in CASES:
+        assert set(case.profiled_sweep()) == set(case.sweep), case.id
+        assert math.prod(len(v) for v in case.profiled_sweep().values()) == 1, case.id
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("family", FAMILIES)
+def test_family_lists_its_cases_and_its_sass_holds(
+    compiled: Callable[[str, str, str], Path], arch: str, family: str
+) -> None:
+    binary = compiled(arch, "gemm", family)
+    kernels = listing(binary)
+    cases = {c.id: c for c in catalog.families(CASES)[family]}
+    assert set(kernels) == set(cases)
+    counts = sass.opcodes(sass.dump(binary, arch))
+    for case_id, entries in kernels.items():
+        for k in entries:
+            assert k["symbol"] in counts, f"{case_id}: {k['symbol']} not in the SASS"
+            if cases[case_id].unsupported(arch) is None:
+                bad = [r for r in sass.check(cases[case_id], counts[k["symbol"]], k["ops"]) if r["verdict"] != "agree"]
+                assert not bad, f"{arch} {case_id} {k['symbol']}: {bad}"
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_each_path_is_real_on_its_arch_and_empty_on_the_other(
+    compiled: Callable[[str, str, str], Path], family: str
+) -> None:
+    home, symbol, opcodes = PATHS[family]
+    binary = compiled(home, "gemm", family)
+    for arch in ARCHS:
+        counts = sass.opcodes(sass.dump(binary, arch))[symbol]
+        found = {op: sass.count(counts, op) for op in opcodes}
+        if arch == home:
+            assert all(found.values()) and sum(counts.values()) > 500, found
+        else:  # compiled out: no tensor or TMA instruction, a few instructions of an empty kernel
+            assert not any(found.values()) and sum(counts.values()) < 64, found
+
+
+def test_sm90_kernel_is_the_wgmma_tma_cooperative_configuration(compiled: Callable[[str, str, str], Path]) -> None:
+    counts = sass.opcodes(sass.dump(compiled("sm_90a", "gemm", "cutlass_sm90"), "sm_90a"))["cutlass_gemm_bf16"]
+    assert any(op.startswith("HGMMA.64") for op in counts), sorted(counts)
+    assert sass.count(counts, "UTMALDG.3D.MULTICAST") >= 1  # the 2x1x1 cluster shares B tiles by multicast
+    assert sass.count(counts, "UTMASTG") >= 1  # the TMA epilogue
+    # wgmma batches, not one fence per wgmma (what ptxas falls back to when a call, e.g. assert, splits the pipeline)
+    assert sass.count(counts, "WARPGROUP.DEPBAR") < sass.count(counts, "HGMMA")
+
+
+@pytest.mark.parametrize("args", [["--case", "nope"], ["--case", "gemm_bf16", "--param", "mn=1000", "--param", "k=64"],
+                                  ["--case", "gemm_bf16", "--param", "k=4096"]])  # fmt: skip
+def test_bad_parameters_fail_with_one_line(compiled: Callable[[str, str, str], Path], args: list[str]) -> None:
+    binary = compiled("sm_90a", "gemm", "cutlass_sm90")
+    proc = subprocess.run([str(binary), *args], capture_output=True, text=True)
+    assert proc.returncode != 0 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def raw_frame(rows: list[tuple[str, dict[str, int], str, list[float], str]]) -> pd.DataFrame:
+    """A raw table as the run stage writes it: one row per sample."""
+    out = []
+    for case, params, metric, samples, variant in rows:
+        for i, v in enumerate(samples):
+            out.append({"gpu": "NVIDIA H200", "arch": "sm_90a", "category": "gemm", "case": case,
+                        "params": tables.canonical_params(params), "family": "cutlass_sm90", "metric": metric,
+                        "unit": "", "repeat": i, "value": v, "cycles": 0.0, "iterations": 1, "clock_mhz": 1830.0,
+                        "smid": -1, "variant": variant, "expect": ""})  # fmt: skip
+    return tables.frame("raw", out)
+
+
+def ncu_frame(kind: str, rows: list[dict]) -> pd.DataFrame:
+    """A stalls or pipes table of one profiled point, both libraries."""
+    base = {"gpu": "NVIDIA H200", "arch": "sm_90a", "category": "gemm", "case": "gemm_bf16",
+            "params": tables.canonical_params({"k": 8192, "mn": 8192}), "family": "cutlass_sm90"}  # fmt: skip
+    return tables.frame(kind, [base | r for r in rows])
+
+
+def bf16_rows(mn: int, k: int, cutlass: float, cublas: float) -> list:
+    """The records of one gemm_bf16 point, as the binary emits them (two samples each)."""
+    p = {"k": k, "mn": mn}
+    return [("gemm_bf16", p, "tflops_cutlass", [cutlass, cutlass], "cutlass"),
+            ("gemm_bf16", p, "pct_of_peak_cutlass", [100 * cutlass / 989.4] * 2, "cutlass"),
+            ("gemm_bf16", p, "tflops_cublas", [cublas, cublas], "cublas"),
+            ("gemm_bf16", p, "pct_of_peak_cublas", [100 * cublas / 989.4] * 2, "cublas"),
+            ("gemm_bf16", p, "ratio_to_cublas", [cutlass / cublas] * 2, "cutlass"),
+            ("gemm_bf16", p, "max_rel_err", [0.004], "cutlass")]  # fmt: skip
+
+
+def test_throughput_table_pairs_the_libraries_per_shape() -> None:
+    raw = raw_frame(bf16_rows(8192, 8192, 700.0, 750.0) + bf16_rows(4096, 4096, 600.0, 500.0))
+    table = view.throughput(raw).set_index(["shape", "library"])
+    assert list(table.index.get_level_values("shape").unique()) == ["4096x4096x4096", "8192x8192x8192"]
+    big = table.loc[("8192x8192x8192", "CUTLASS")]
+    assert big["TFLOPS"] == pytest.approx(700.0)
+    assert big["% of datasheet peak"] == pytest.approx(70.75, abs=0.01)
+    assert big["% of peak at its clock"] == pytest.approx(70.75, abs=0.01)  # 1830 MHz: the datasheet's clock
+    assert big["cuBLAS time / CUTLASS time"] == pytest.approx(700 / 750)
+    assert table.loc[("4096x4096x4096", "cuBLAS"), "TFLOPS"] == pytest.approx(500.0)
+    assert pd.isna(table.loc[("4096x4096x4096", "cuBLAS"), "max rel err"])
+
+
+def test_view_on_a_real_shaped_run() -> None:
+    raw = raw_frame(bf16_rows(8192, 8192, 700.0, 750.0) + bf16_rows(4096, 4096, 600.0, 500.0))
+    stalls = ncu_frame("stalls", [
+        {"variant": v, "kernel": k, "reason": r, "value": x, "share": x / total}
+        for v, k, total, parts in (("cutlass", "cutlass_gemm_bf16", 3.0, {"wait": 1.5, "math_pipe_throttle": 1.0,
+                                                                        "long_scoreboard": 0.5}),
+                                   ("cublas", "sm90_xmma_gemm", 2.0, {"wait": 0.5, "math_pipe_throttle": 1.5}))
+        for r, x in parts.items()])  # fmt: skip
+    pipes = ncu_frame("pipes", [
+        {"variant": "cutlass", "kernel": "cutlass_gemm_bf16", "pipe": "tensor_op_gmma", "inst_executed": 8.4e6,
+         "pct_of_peak": 91.0},
+        {"variant": "cutlass", "kernel": "cutlass_gemm_bf16", "pipe": "alu", "inst_executed": 1e5,
+         "pct_of_peak": 2.0}])  # fmt: skip
+    html = dict(view.sections({"raw": raw, "stalls": stalls, "pipes": pipes}))
+    body = html["GEMM throughput: CUTLASS vs cuBLAS"]
+    assert "<svg" in body and "8192x8192x8192" in body and "70.75" in body and "0.9333" in body
+    prof = html["Profiled GEMM launches: stall reasons and pipes (ncu)"]
+    assert "<svg" in prof and "math_pipe_throttle" in prof and "tensor_op_gmma" in prof
+    top = view.stall_breakdown(stalls).groupby("library")["reason"].first()
+    assert top["CUTLASS"] == "wait" and top["cuBLAS"] == "math_pipe_throttle"
+    assert list(view.pipe_breakdown(pipes)["pipe"]) == ["tensor_op_gmma", "alu"]
+
+
+def test_nvfp4_rows_have_no_cublas_partner() -> None:
+    raw = raw_frame([("gemm_nvfp4", {"k": 4096, "mn": 8192}, "tflops", [900.0, 910.0], "cutlass"),
+                     ("gemm_nvfp4", {"k": 4096, "mn": 8192}, "max_rel_err", [0.003], "cutlass")])  # fmt: skip
+    table = view.throughput(raw)
+    assert list(table["library"]) == ["CUTLASS"] and table["TFLOPS"].iloc[0] == pytest.approx(905.0)
+    assert table["max rel err"].iloc[0] == pytest.approx(0.003)
+
+
+@pytest.mark.parametrize("frames", [{}, {"raw": pd.DataFrame()}, {"raw": raw_frame([]), "stalls": ncu_frame(
+    "stalls", [])}])  # fmt: skip
+def test_view_without_measurements_says_so(frames: dict[str, pd.DataFrame]) -> None:
+    for title, body in view.sections(frames):
+        assert "no " in body and "measurements" in body, title
+
+
+@pytest.mark.gpu
+def test_cutlass_matches_cublas_and_reaches_the_tensor_cores(compiled: Callable[[str, str, str], Path]) -> None:
+    binary = compiled("sm_90a", "gemm", "cutlass_sm90")
+    out = subprocess.run([str(binary), "--case", "gemm_bf16", "--param", "mn=4096", "--param", "k=4096",
+                          "--repeats", "5"], capture_output=True, text=True, check=True).stdout  # fmt: skip
+    records = {r["metric"]: r for r in map(json.loads, out.splitlines())}
+    assert records["max_rel_err"]["value"] < 0.01
+    assert 300 < records["tflops_cutlass"]["value"] < 989.4 * 1980 / 1830
+    assert 0.5 < records["ratio_to_cublas"]["value"] < 2
+    assert records["tflops_cutlass"]["expect"]["sm__inst_executed_pipe_tensor_op_gmma.sum"] == 4096**3 / 65536
