@@ -61,6 +61,91 @@ def test_bad_parameters_fail_with_one_line(compiled: Callable[[str, str, str], P
     assert proc.returncode != 0 and len(proc.stderr.strip().splitlines()) == 1
 
 
+H200_L2 = 62_914_560  # the H200's cudaDevAttrL2CacheSize
+PLAN_PROBE = """#include <cstdio>
+#include "memory.cuh"
+// Per footprint_kb stride_b l2_bytes triple: slots, then steps, warm steps, warm pass of the chase and mlp rules.
+int main(int argc, char** argv) {
+  for (int i = 1; i + 2 < argc; i += 3) {
+    const long kb = std::atol(argv[i]), stride = std::atol(argv[i + 1]), l2 = std::atol(argv[i + 2]);
+    const long slots = mem::chain_slots(kb, stride);
+    std::printf("%ld", slots);
+    for (mem::StepRule rule : {mem::kChaseSteps, mem::kMlpSteps}) {
+      const mem::Plan p = mem::plan(slots, mem::min_steps(kb * 1024, l2, rule));
+      std::printf(" %ld %ld %d", p.steps, p.warm_steps, int(p.warm_pass));
+    }
+    std::printf("\\n");
+  }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def plans(tmp_path_factory: pytest.TempPathFactory) -> Callable[[list[tuple[int, int]]], list[dict[str, dict]]]:
+    """Host-side chase plans of memory.cuh (mem::plan, mem::min_steps) for (footprint_kb, stride_b) points on an
+    H200-sized L2, from a small probe compiled against the real header."""
+    folder = tmp_path_factory.mktemp("plan")
+    (folder / "probe.cu").write_text(PLAN_PROBE)
+    includes = ["-I", str(ROOT / "kernels" / "common"), "-I", str(ROOT / "kernels" / "memory")]
+    ptx_only = "-gencode=arch=compute_90a,code=compute_90a"  # host code is what runs: skip ptxas
+    command = ["nvcc", "-std=c++17", ptx_only, *includes, str(folder / "probe.cu"), "-o", str(folder / "probe")]
+    subprocess.run(command, check=True, capture_output=True)
+
+    def run(points: list[tuple[int, int]]) -> list[dict[str, dict]]:
+        args = [str(v) for kb, stride in points for v in (kb, stride, H200_L2)]
+        out = subprocess.run([str(folder / "probe"), *args], capture_output=True, text=True, check=True).stdout
+        rows = []
+        for line in out.splitlines():
+            slots, *v = map(int, line.split())
+            plan = [{"slots": slots, "steps": v[i], "warm": v[i + 1], "warm_pass": bool(v[i + 2])} for i in (0, 3)]
+            rows.append(dict(zip(["chase", "mlp"], plan, strict=True)))
+        return rows
+
+    return run
+
+
+def sweep_points(case_id: str, keys: tuple[str, str]) -> list[tuple[int, int]]:
+    """The manifest sweep of one case as (a, b) pairs of the two named axes (a missing axis reads 0)."""
+    case = next(c for c in CASES if c.id == case_id)
+    return [(a, b) for a in case.sweep.get(keys[0], [0]) for b in case.sweep.get(keys[1], [0])]
+
+
+def test_chase_samples_average_enough_loads(
+    plans: Callable[[list[tuple[int, int]]], list[dict[str, dict]]], compiled: Callable[[str, str, str], Path]
+) -> None:
+    points = sweep_points("chase", ("footprint_kb", "stride_b"))
+    seconds = 0.0
+    for (kb, _), plan in zip(points, plans(points), strict=True):
+        p = plan["chase"]
+        far = kb * 1024 > H200_L2 / 2
+        assert 3 * p["steps"] >= (196_608 if far else 98_304), (kb, p)  # DRAM-level: ~200k loads per sample
+        cycle = math.lcm(p["slots"], 32)
+        if p["warm_pass"]:  # too long to walk whole: the CTA reads every slot, a short untimed chase follows
+            assert cycle > 2 * p["steps"] and p["warm"] == 2048, (kb, p)
+        else:  # whole cycles only, warmed by at least one untimed cycle in the chase's own order
+            assert p["steps"] % cycle == 0 and p["warm"] == p["steps"] >= cycle, (kb, p)
+        seconds += 10 * (3 * p["steps"] + p["warm"]) * (700 if far else 300) / 1.98e9  # 1 untimed + 9 timed
+    assert seconds < 40, seconds  # the staircase's run stays well inside the category's budget on an H200
+    (first, second, dram, long_stride) = plans([(512, 128), (384, 0), (131072, 0), (262144, 2048)])
+    assert first["chase"] == {"slots": 4096, "steps": 32768, "warm": 32768, "warm_pass": False}  # 8 cycles
+    assert second["chase"]["steps"] == 33792 == 11 * 3072  # whole cycles of 3072 lines
+    assert dram["chase"] == {"slots": 1 << 20, "steps": 65536, "warm": 2048, "warm_pass": True}
+    assert long_stride["chase"]["steps"] == 131072 == long_stride["chase"]["slots"]
+    (entry,) = listing(compiled("sm_90a", "memory", "chase"))["chase"]
+    assert entry["iterations"] == plans([(1, 0)])[0]["chase"]["steps"] == 32768  # the listing states the rule's n
+
+
+def test_mlp_samples_average_enough_rounds(plans: Callable[[list[tuple[int, int]]], list[dict[str, dict]]]) -> None:
+    points = sweep_points("mlp", ("footprint_kb", "loads"))
+    seconds = 0.0
+    for (kb, loads), plan in zip(points, plans([(kb, 0) for kb, _ in points]), strict=True):
+        p = plan["mlp"]
+        assert p["warm_pass"] and p["warm"] == 2048, (kb, p)
+        assert 3 * p["steps"] == (196_608 if kb * 1024 > H200_L2 / 2 else 49_152), (kb, p)
+        seconds += 10 * (3 * p["steps"] + p["warm"]) * (700 + 20 * loads) / 1.98e9
+    assert seconds < 30, seconds
+
+
 def raw_frame(rows: list[tuple[str, dict[str, int], str, list[float]]]) -> pd.DataFrame:
     """A raw table as the run stage writes it: one row per sample."""
     out = []
@@ -105,7 +190,7 @@ def test_view_on_a_real_shaped_run() -> None:
     rows = [("chase", {"footprint_kb": k, "stride_b": s}, "latency", [v, v + 0.5]) for k, v in STAIRCASE.items()
             for s in (0, 128)]  # fmt: skip
     rows += [("smem_bank_conflict", {"ways": w}, "latency", [30.0 + 2 * w]) for w in range(1, 33)]
-    rows += [("mlp", {"footprint_kb": 8192, "loads": n}, "latency", [600.0 + n]) for n in (1, 2, 4)]
+    rows += [("mlp", {"footprint_kb": 8192, "loads": n}, "latency", [600.0 + n, 600.0 + n * 1.25]) for n in (1, 2, 4)]
     rows += [("dram_read", {"ctas": c, "loads": 4}, "bandwidth", [c * 4.0]) for c in (1, 1024)]
     rows += [("dram_read", {"ctas": c, "loads": 4}, "fraction_of_peak", [c * 4.0 / 4900]) for c in (1, 1024)]
     rows += [("memcpy_d2d", {}, "bandwidth", [4000.0]), ("torch_copy", {"size_mb": 4096}, "bandwidth", [3200.0])]
@@ -117,6 +202,9 @@ def test_view_on_a_real_shaped_run() -> None:
     staircase = html["Pointer-chase staircase and detected levels"]
     assert "<svg" in staircase and "random (128 B lines)" in staircase and "65536" in staircase
     assert "level 1" in staircase and "transition" in staircase  # 65536 KB: 300 cycles, 11% off the L2 plateau
+    assert "timed loads per sample" in staircase
+    mlp = html["Memory-level parallelism"]
+    assert "largest spread (cycle)" in mlp and ">1<" in mlp  # 4 loads: 604 and 605 cycles per round
     assert "2.00 cycles per extra way" in html["Shared memory: bank conflicts, widths, broadcast, capacity"]
     assert "1.024" in html["Bandwidth"]  # best dram_read (4096 GB/s) over memcpy_d2d (4000 GB/s)
     assert ">1.28<" in html["Bandwidth"]  # and over torch's copy (3200 GB/s)
@@ -128,6 +216,25 @@ def test_view_on_a_real_shaped_run() -> None:
 def test_view_without_measurements_says_so(frames: dict[str, pd.DataFrame]) -> None:
     for title, body in view.sections(frames):
         assert "no " in body and "measurements" in body, title
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    ("family", "case", "params"),
+    [("chase", "chase", ["footprint_kb=384,512,131072,262144", "stride_b=0,128"]),
+     ("mlp", "mlp", ["footprint_kb=524288", "loads=1,64"])],
+)  # fmt: skip
+def test_chase_latency_rows_are_steady(
+    compiled: Callable[[str, str, str], Path], family: str, case: str, params: list[str]
+) -> None:
+    binary = compiled("sm_90a", "memory", family)
+    args = [a for p in params for a in ("--param", p)]
+    out = subprocess.run([str(binary), "--case", case, *args, "--repeats", "9"],
+                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    records = [json.loads(line) for line in out.splitlines()]
+    assert len(records) == (8 if family == "chase" else 2)
+    for r in records:
+        assert max(r["samples"]) - min(r["samples"]) < 2, r["params"]
 
 
 @pytest.mark.gpu

@@ -6,21 +6,18 @@
 
 #include "memory.cuh"
 
-// Timed dependent loads of the staircase: n then 2n, n >= kSteps (a multiple of the chain's cycle where
-// it is short, see mem::chase_args): 3n >= 49152 loads per sample, so the slope of a DRAM-latency point
-// averages enough loads to settle within a cycle, and one launch stays under ~20 ms.
-constexpr int kSteps = 16384;
-constexpr int kNearFarSteps = 2048;  // slope of the near/far case (L2-resident, one launch per SM slot)
-constexpr int kHist = 1024;          // individually timed loads of the near/far case
-constexpr int kSmSlots = 16;  // sm_slot s runs on SM s * SMs / 16
+constexpr long kNearFarSteps = 16384;  // chased steps per phase of the near/far case (L2-resident)
+constexpr int kHist = 1024;            // individually timed loads of the near/far case
+constexpr int kSmSlots = 16;           // sm_slot s runs on SM s * SMs / 16
 
 void run_chase(const std::string& id, const std::map<std::string, long>& point, int repeats) {
   const auto& c = mem::chain_for(smd::param(point, "footprint_kb"), smd::param(point, "stride_b"));
-  mem::measure_chase<LoadCa, 1>(id, point, repeats, mem::chase_args(c, 1, kSteps), c.address(0), c.bytes);
+  const long steps = mem::min_steps(c.bytes, mem::sizes().l2_bytes, mem::kChaseSteps);
+  mem::measure_chase<LoadCa, 1>(id, point, repeats, mem::chase_args(c, 1, steps), c.address(0), c.bytes);
 }
 
 // The first CTA on the target SM warms the footprint; its thread 0 times kHist loads one by one (the
-// shared store of each result makes the clock read wait for it), then the n / 2n slope as usual.
+// shared store of each result makes the clock read wait for it), then the n and 2n phases as usual.
 __global__ void near_far_kernel(unsigned target_sm, int* claimed, unsigned* dt, mem::ChaseArgs a) {
   __shared__ int mine;
   __shared__ uint32_t seen;
@@ -110,12 +107,12 @@ void run_near_far(const std::string& id, const std::map<std::string, long>& poin
     if (const std::string why = mem::phase_mismatch(s); !why.empty()) smd::fail(why);
     if (r < 0) continue;
     // Each individually timed load also holds a shared store and two clock reads: that overhead is
-    // the mean of the one-by-one timings minus the slope latency of the same launch.
-    const double slope = mem::per_step(s, a.steps);
+    // the mean of the one-by-one timings minus the mean latency of the 3n chased loads of the same launch.
+    const double chased = mem::mean_step(s, a.steps);
     double mean = 0;
     for (unsigned d : dt) mean += d / double(kHist);
     std::vector<double> corrected;
-    for (unsigned d : dt) corrected.push_back(d - (mean - slope));
+    for (unsigned d : dt) corrected.push_back(d - (mean - chased));
     const auto [n, f, sh] = two_means(corrected);
     near.samples.push_back(n), far.samples.push_back(f), share.samples.push_back(sh);
     cycles.push_back(double(s.c2 - s.c0)), clock.push_back(mem::mhz(s));
@@ -132,7 +129,8 @@ void run_near_far(const std::string& id, const std::map<std::string, long>& poin
 int main(int argc, char** argv) {
   return smd::family_main(
       argc, argv,
-      {{"chase", [] { return std::vector{mem::kernel("chase_kernel<LoadCa,1>", 32, kSteps)}; }, run_chase},
+      {{"chase", [] { return std::vector{mem::kernel("chase_kernel<LoadCa,1>", 32, mem::kChaseSteps.near)}; },
+        run_chase},
        {"chase_near_far", [] { return std::vector{mem::kernel("near_far_kernel", 32, kNearFarSteps)}; },
         run_near_far}});
 }

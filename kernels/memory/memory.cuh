@@ -49,8 +49,12 @@ inline Sizes sizes() {
   return {sms, l2, optin, per_sm, 2.0 * mem_khz * 1e3 * bus_bits / 8 / 1e9};
 }
 
-// Clock reads of one timed thread: c0 | n steps | c1 | 2n steps | c2. The latency per step is the
-// slope ((c2-c1) - (c1-c0)) / n, so clock reads, loop overhead and pipeline fill cancel.
+// Clock reads of one timed thread: c0 | n steps | c1 | 2n steps | c2. per_step is the slope
+// ((c2-c1) - (c1-c0)) / n, so clock reads and pipeline fill cancel (shared memory, atomics). A pointer-chase
+// sample is mean_step, the mean over all 3n steps: with n >= 2048 the fixed cost the slope cancels (34 cycles
+// on an H200: 1572898 = 3 x 16384 x 32 + 34 at the L1 level) adds under 0.006 cycle to the mean, while the
+// slope weighs each load's jitter 3x more (variance 3 s^2 / n against s^2 / 3n) and, where the hit rate drifts
+// along a long chain, extrapolates the drift (2b - a of phase means a, b) instead of averaging it.
 struct Slope {
   long long c0, c1, c2;
   unsigned long long ns0, ns2;
@@ -58,11 +62,12 @@ struct Slope {
 };
 
 inline double per_step(const Slope& s, long steps) { return double((s.c2 - s.c1) - (s.c1 - s.c0)) / steps; }
+inline double mean_step(const Slope& s, long steps) { return double(s.c2 - s.c0) / (3.0 * steps); }
 inline double mhz(const Slope& s) { return s.ns2 > s.ns0 ? (s.c2 - s.c0) * 1e3 / double(s.ns2 - s.ns0) : 0.0; }
 
-// The slope is a per-load latency only if both phases walk lines in the same cache state: then the 2n
-// steps take about twice the n steps (less, by the fixed overhead). Anything else (the first phase slowed
-// by lines the second finds cached, or the reverse) fails with one line instead of emitting a wrong number.
+// The mean is a per-load latency only if both phases walk lines in the same cache state: then the 2n
+// steps take about twice the n steps. Anything else (the first phase slowed by lines the second finds
+// cached, or the reverse) fails with one line instead of emitting a wrong number.
 // Why the two timed phases of a chase disagree (phase 2 should take about twice phase 1), or "" if they agree.
 inline std::string phase_mismatch(const Slope& s) {
   const double t1 = double(s.c1 - s.c0), t2 = double(s.c2 - s.c1);
@@ -74,14 +79,13 @@ inline std::string phase_mismatch(const Slope& s) {
 constexpr int kMaxChains = 64;
 constexpr int kLine = 128;  // slot size of a random chain: every step touches a new cache line
 
-// One chase launch: the slots every thread of the CTA reads first (warm pass: caches and TLB), the
-// chains' start cursors, and where thread 0 writes its clocks and final cursors.
+// One chase launch: the slots every thread of the CTA reads first (warm pass: caches and TLB; none where
+// warm_slots is 0), the chains' start cursors, and where thread 0 writes its clocks and final cursors.
 struct ChaseArgs {
   const uint64_t* warm;  // slot k's pointer is warm[k * warm_stride]
   long warm_slots, warm_stride;
   uint64_t start[kMaxChains];  // host side; the kernel reads them from `cursors`
-  int warm_steps;  // untimed chase steps before c0: whole cycles of the chain, so the timed phases find the
-                   // cache in the steady state of walking it (the warm pass leaves a different one)
+  int warm_steps;              // untimed chase steps before c0 (see plan)
   int steps;
   Slope* out;
   uint64_t* cursors;
@@ -134,7 +138,7 @@ __host__ __device__ constexpr int chase_threads() {
   return N > 16 ? 256 : 1024;
 }
 
-// Warm pass by the whole CTA, then thread 0 chases N chains for warm_steps (untimed), n and 2n steps.
+// Warm pass by the whole CTA (if any), then thread 0 chases N chains for warm_steps (untimed), n and 2n steps.
 template <class Load, int N>
 __global__ void __launch_bounds__(chase_threads<N>(), 1) chase_kernel(ChaseArgs a) {
   warm_pass(a.warm, a.warm_slots, a.warm_stride, a.cursors);
@@ -178,6 +182,11 @@ __global__ void scatter_chain(uint64_t* buf, const uint32_t* next, long slots, l
     buf[k * slot_words] = reinterpret_cast<uint64_t>(buf + next[k] * slot_words);
 }
 
+// Slots of a chain: one per stride_b bytes of the footprint (stride_b 0: per 128 B line of a random chain).
+inline long chain_slots(long footprint_kb, long stride_b) {
+  return std::max(1L, footprint_kb * 1024 / (stride_b > 0 ? stride_b : kLine));
+}
+
 // A pointer chain in device memory: footprint bytes, one pointer per slot, N start cursors spread
 // evenly along the cycle so N chains never share a slot at the same step.
 struct Chain {
@@ -190,7 +199,7 @@ struct Chain {
     if (footprint_kb < 1 || stride_b < 0 || (stride_b > 0 && stride_b % 8))
       smd::fail("footprint_kb >= 1 and stride_b (0 = random, else a multiple of 8) wanted, got " +
                     std::to_string(footprint_kb) + ", " + std::to_string(stride_b), 2);
-    slots = std::max(1L, bytes / slot);
+    slots = chain_slots(footprint_kb, stride_b);
     next = successors(slots, stride_b == 0);
     uint32_t* dnext = nullptr;
     SMD_CHECK(cudaMalloc(&buf, bytes));
@@ -282,7 +291,7 @@ void measure_chase(const std::string& id, const std::map<std::string, long>& poi
       std::fprintf(stderr, "%s %s: %s\n", id.c_str(), smd::params_json(point).c_str(), why.c_str());
       return;
     }
-    rec.samples.push_back(per_step(s, a.steps));
+    rec.samples.push_back(mean_step(s, a.steps));
     cycles.push_back(double(s.c2 - s.c0));
     clock.push_back(mhz(s));
     rec.smid = int(s.smid);
@@ -291,28 +300,55 @@ void measure_chase(const std::string& id, const std::map<std::string, long>& poi
   smd::emit(rec);
 }
 
-// Chase arguments for a chain: warm its slots, N cursors from the chain, and the step counts.
-// A chain whose cycle (rounded up to whole loop bodies) is at most 2 x `steps` slots is walked in whole
-// cycles: n is the first multiple of the cycle >= steps, and n untimed steps (at least one full cycle)
-// first bring the caches to the steady state of walking it, so both timed phases see the same lines in
-// the same state. A longer cycle (at least 2 x steps = 4 MB of lines for the chase: L2-resident or beyond)
-// is not revisited in the 3n timed steps; its warm pass leaves every line in one state, so n = steps and
-// no warm steps (a full cycle would take too long). At most 4 x 2 x steps chase steps per launch.
-inline ChaseArgs chase_args(const Chain& c, int n, int steps) {
+// Timed steps per phase (a sample averages 3n dependent loads per chain) of a family: `near` for a footprint
+// within half the L2, `far` beyond it, where one load's latency jitters by ~100 cycles (DRAM, L2 hits mixed
+// with misses) and a sample must average ~200k loads to settle within a cycle (~65 ms at 660 cycles, 1.98 GHz).
+struct StepRule {
+  long near, far;
+};
+constexpr StepRule kChaseSteps{32768, 65536};  // the staircase: whole cycles of chains up to 65536 slots
+constexpr StepRule kMlpSteps{16384, 65536};    // rounds of N loads
+
+inline long min_steps(long bytes, long l2_bytes, StepRule rule) {
+  return bytes > l2_bytes / 2 ? rule.far : rule.near;
+}
+
+constexpr long kWarmChase = 2048;  // untimed steps of a long chain after its warm pass (TLB, pipeline, rows)
+
+// How a chain of `slots` slots is chased per launch: n timed steps per phase (a sample averages 3n dependent
+// loads per chain), untimed warm steps before them, and whether the whole CTA reads every slot first.
+struct Plan {
+  long steps, warm_steps;
+  bool warm_pass;
+};
+
+// A chain whose cycle (rounded up to whole loop bodies) is at most 2 x `min_steps` slots is walked in whole
+// cycles: n is the first multiple of the cycle >= min_steps, and n untimed steps (at least one cycle, four
+// where the cycle is <= min_steps / 4) bring the caches to the steady state of walking it. Only thread 0
+// touches the chain, in the chase's own order, so every launch reaches the same state (a CTA-wide warm pass
+// races 32 warps and leaves a different set of lines in a cache smaller than the chain each time). A longer
+// cycle (over 65536 slots at the staircase's 32768 steps: more than 8 MB of lines) is not revisited in the
+// timed steps: the CTA's warm pass reads every slot (L2, TLB), kWarmChase untimed steps follow, then n steps.
+inline Plan plan(long slots, long min_steps) {
+  const long cycle = std::lcm(slots, 32L);  // 32: every unroll<N>() divides it
+  if (cycle <= 2 * min_steps) {
+    const long n = (min_steps + cycle - 1) / cycle * cycle;
+    return {n, n, false};
+  }
+  return {min_steps, kWarmChase, true};
+}
+
+// Chase arguments for a chain: N cursors from the chain and the steps of plan(c.slots, min_steps).
+inline ChaseArgs chase_args(const Chain& c, int n, long min_steps) {
   ChaseArgs a{};
+  const Plan p = plan(c.slots, min_steps);
   a.warm = c.buf;
-  a.warm_slots = c.slots;
+  a.warm_slots = p.warm_pass ? c.slots : 0;
   a.warm_stride = c.slot / 8;
   auto s = c.starts(n);
   std::copy(s.begin(), s.end(), a.start);
-  const long cycle = std::lcm(c.slots, 32L);  // 32: every unroll<N>() divides it
-  if (cycle <= 2L * steps) {
-    a.steps = int((steps + cycle - 1) / cycle * cycle);
-    a.warm_steps = a.steps;
-  } else {
-    a.steps = steps;
-    a.warm_steps = 0;
-  }
+  a.steps = int(p.steps);
+  a.warm_steps = int(p.warm_steps);
   return a;
 }
 

@@ -12,7 +12,6 @@ from typing import cast
 
 import altair as alt
 import pandas as pd
-import vl_convert as vlc
 
 from .tables import VERDICTS, write_text
 
@@ -82,8 +81,10 @@ def _deftable(pairs: dict[str, str]) -> str:
 
 
 def svg(chart: alt.TopLevelMixin) -> str:
-    """A chart rendered to inline SVG."""
-    return f'<div class="chart">{vlc.vegalite_to_svg(chart.to_json())}</div>'
+    """A chart rendered to inline SVG (vl-convert is imported here: a GPU machine that makes no pages lacks it)."""
+    import vl_convert
+
+    return f'<div class="chart">{vl_convert.vegalite_to_svg(chart.to_json())}</div>'
 
 
 def empty(text: str) -> str:

@@ -105,9 +105,11 @@ def _staircase(raw: pd.DataFrame | None) -> str:
     found = found[found["points"] >= 2]
     data["region"] = pd.concat([regions(g) for _, g in data.groupby("stride_b")])
     rows = data.assign(
+        loads=data["params"].map(loads_per_sample(raw, "chase")),
         pages_2mb=np.ceil(data["footprint_kb"] / PAGE_KB).astype(int),
-        tlb="warmed: the CTA read every slot of the chain just before the timed pass",
-    )[["footprint_kb", "stride", "region", "value", "spread", "pages_2mb", "tlb"]]
+        tlb="warmed: every slot read before the timed steps (untimed whole cycles of the chase, or a read by the "
+        "whole CTA where the chain is too long to walk)",
+    )[["footprint_kb", "stride", "region", "value", "spread", "loads", "pages_2mb", "tlb"]]
     note = report.empty(
         f"levels detected from the data: a new level starts where latency exceeds the running plateau by "
         f"{JUMP - 1:.0%}; its capacity is the last footprint before the jump (the next sweep point bounds it). "
@@ -118,8 +120,17 @@ def _staircase(raw: pd.DataFrame | None) -> str:
         report.svg(chart)
         + note
         + report.table(found[["stride", "from (KB)", "to (KB)", "latency (cycle)", "capacity (KB)"]])
-        + report.table(rows.rename(columns={"value": "latency (cycle)", "spread": "spread (cycle)"}))
+        + report.table(
+            rows.rename(
+                columns={"value": "latency (cycle)", "spread": "spread (cycle)", "loads": "timed loads per sample"}
+            )
+        )
     )
+
+
+def loads_per_sample(raw: pd.DataFrame, case: str) -> pd.Series:
+    """Params -> dependent steps a sample of a chase case averages: its records' iterations n, timed as n + 2n."""
+    return raw[raw["case"] == case].groupby("params")["iterations"].max() * 3
 
 
 def _near_far(raw: pd.DataFrame | None) -> str:
@@ -195,8 +206,17 @@ def _mlp(raw: pd.DataFrame | None) -> str:
         )
         .properties(width=480, height=260)
     )
+    rounds = loads_per_sample(raw, "mlp")
     knees = pd.DataFrame(
-        [{"footprint": f, "loads in flight before latency grows 20%": knee(g)} for f, g in data.groupby("footprint")]
+        [
+            {
+                "footprint": f,
+                "loads in flight before latency grows 20%": knee(g),
+                "timed rounds per sample": int(g["params"].map(rounds).min()),
+                "largest spread (cycle)": float(g["spread"].max()),
+            }
+            for f, g in data.groupby("footprint")
+        ]
     )
     return report.svg(chart) + report.table(knees)
 
