@@ -12,7 +12,7 @@ from conftest import ARCHS, ROOT
 from smdissect import catalog, sass
 
 CASES = catalog.load(ROOT / "kernels", "pipelines")
-FAMILIES = ["convert", "fastmath", "fp32", "fp64", "half", "integer", "predicate", "sfu", "simd", "warp"]
+FAMILIES = ["convert", "fastmath", "fp32", "fp64", "half", "integer", "predicate", "sfu", "simd", "uniform", "warp"]
 TABLE = [c for c in CASES if c.family in FAMILIES]
 
 
@@ -58,3 +58,43 @@ def test_fmin_is_one_fmnmx_on_sm120(compiled: Callable[[str, str, str], Path]) -
     counts = sass.opcodes(sass.dump(compiled("sm_120a", "pipelines", "fp32"), "sm_120a"))["chain_kernel<Fmin,1,512>"]
     assert sass.count(counts, "FMNMX") == 512
     assert sass.count(counts, "FADD") == 0, "the negation must ride on FMNMX, not cost an FADD"
+
+
+def _timed_region(text: str, kernel: str) -> list[str]:
+    """Opcodes of one kernel between its first two SR_CLOCKLO reads (the timed loop), in order."""
+    opcodes, inside, reads = [], False, 0
+    for line in text.splitlines():
+        if m := sass.FUNCTION.match(line):
+            inside = sass.demangle(m.group(1)) == kernel
+        elif inside and (m := sass.INSTRUCTION.match(line)):
+            if "SR_CLOCKLO" in line:
+                reads += 1
+            elif reads == 1:
+                opcodes.append(m.group(1))
+    return opcodes
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_uniform_chains_run_on_the_uniform_datapath(compiled: Callable[[str, str, str], Path], arch: str) -> None:
+    binary = compiled(arch, "pipelines", "uniform")
+    text = sass.dump(binary, arch)
+    listing = {e["case"]: e["kernels"] for e in json.loads(binary.with_suffix(".json").read_text())}
+    for case in (c for c in TABLE if c.family == "uniform"):
+        op = next(iter(case.sass_expect))
+        for k in listing[case.id]:
+            region = _timed_region(text, k["symbol"])
+            assert sum(sass.matches(o, op) for o in region) >= k["ops"], f"{k['symbol']}: {op} not in the loop"
+            vector = [o for o in region if not o.startswith(("U", "BRA", "CS2R", "S2UR", "NOP", "LDC"))]
+            # at most the loop's entry and exit compares (sm_90a keeps the trip count in a vector register)
+            assert all(o.startswith("ISETP") for o in vector) and len(vector) <= 2, (
+                f"{arch} {k['symbol']}: vector instructions in the timed loop: {vector}"
+            )
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_shuffles_are_one_shfl_per_step(compiled: Callable[[str, str, str], Path], arch: str) -> None:
+    counts = sass.opcodes(sass.dump(compiled(arch, "pipelines", "warp"), arch))
+    for op, mode in (("ShflIdx", "IDX"), ("ShflBfly", "BFLY"), ("ShflUp", "UP"), ("ShflDown", "DOWN")):
+        kernel = counts[f"chain_kernel<{op},1,512>"]
+        assert sass.count(kernel, f"SHFL.{mode}") == 512
+        assert sass.count(kernel, "SHFL") == 512, "no other shuffle (and no shuffle folded away)"

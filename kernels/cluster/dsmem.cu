@@ -174,6 +174,10 @@ __global__ void __launch_bounds__(kStreamThreads) stream_kernel(smd::Stamp* stam
   const long long c0 = smd::clock_cycles();
 #pragma unroll 1
   for (int p = 0; p < kPasses; ++p) {
+    // Warps of different passes write the same slot unordered (the H200 showed a straggling warp's older pass
+    // landing last): one cluster barrier orders the last pass after all others, so its pattern is what stays.
+    if constexpr (OP == kWrite)
+      if (p == kPasses - 1) cl::sync();
     uint4 v[kPer];
 #pragma unroll
     for (int k = 0; k < kPer; ++k) {

@@ -1,6 +1,10 @@
-// Pipe independence: one CTA on one SM, warps [0, w) run op class X and warps [w, 2w) class Y, every warp
-// issuing its class's independent chains for the same clock64 window. Each class's throughput alone and
-// beside the other shows whether X and Y share a pipe (or the issue slot) or run side by side.
+// Pipe independence: one CTA on one SM, `warps` warps, each issuing for the same clock64 window either one op
+// class alone or both classes X and Y interleaved in its own instruction stream (one step of X's chains, then
+// one of Y's, in a fixed ratio). Interleaving inside every warp gives X and Y a fixed share of each scheduler's
+// issue slots (the body's instruction counts), where separate X and Y warps let the scheduler starve the
+// class that stalls more. The pair's rate against the issue-limited and the shared-pipe expectations (from the
+// two alone rates, see views/pipelines.py) shows whether X and Y share a pipe or only the dispatch port.
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <tuple>
@@ -12,7 +16,8 @@ constexpr long long kWindow = 1LL << 20;  // cycles each warp keeps issuing (abo
 constexpr int kMaxBodies = 1 << 16;       // iteration cap, so a clock that does not advance cannot hang
 constexpr int kMinBodies = 8;             // fewer bodies in the window: the body is too long to time
 constexpr int kSeedWords = 10;            // per class: up to 8 chain starts and two operands
-constexpr int kMaxWarps = 32;
+constexpr int kMaxWarps = 16;           // 4 per sub-partition: each class's chains hide its latency
+constexpr int kSteps = 16;               // steps per body: each class runs kDepth of them, evenly spread
 constexpr int kLdsIlp = 8;
 
 __shared__ unsigned lds_ring[kLdsIlp * 32];  // each word holds its own shared address: a self-loop chase
@@ -55,11 +60,10 @@ struct Chains {
     for (int i = 0; i < ILP; ++i) v[i] = s[i];
     a = s[ILP], b = s[ILP + 1];
   }
-  __device__ void body() {
+  static constexpr int kDepth = DEPTH;
+  __device__ void step() {
 #pragma unroll
-    for (int d = 0; d < DEPTH; ++d)
-#pragma unroll
-      for (int i = 0; i < ILP; ++i) v[i] = Op::apply(v[i], a, b);
+    for (int i = 0; i < ILP; ++i) v[i] = Op::apply(v[i], a, b);
   }
   __device__ bool ok() const {
     bool good = true;
@@ -156,8 +160,9 @@ struct Ffma : Chains<FmaF32, 8, 16> {
 struct Hfma2 : Chains<FmaF16x2, 8, 16> {
   using Chains::Chains;
   static constexpr const char* kCase = "coissue_hfma2";
-  // Plain HFMA2 only (no HFMA2.MMA, which would count on tensor: the tests check the SASS).
-  static constexpr const char* kPipe = "fma_type_fp16";
+  // sm_90a: ptxas issues part of these independent FMAs as HFMA2.MMA, a share it picks per kernel (none beside
+  // the tensor class, about half alone), so the class claims no single pipe (kPipe null).
+  static constexpr const char* kPipe = nullptr;
 };
 
 struct Alu : Chains<Lop3, 8, 16> {
@@ -186,7 +191,7 @@ struct Xu : Chains<Ex2, 8, 4> {
 
 // Shared-memory loads: 8 self-loop chases per lane (ld.shared v, [v]), conflict-free (lane l, word 32 i + l).
 struct Lsu {
-  static constexpr int kOps = kLdsIlp * 16;
+  static constexpr int kDepth = 16, kOps = kLdsIlp * kDepth;
   static constexpr const char* kCase = "coissue_lsu";
   unsigned v[kLdsIlp], start[kLdsIlp];
   __device__ Lsu(const unsigned long long*, const UniformSeed&) {
@@ -194,11 +199,9 @@ struct Lsu {
     for (int i = 0; i < kLdsIlp; ++i)
       v[i] = start[i] = unsigned(__cvta_generic_to_shared(&lds_ring[32 * i + threadIdx.x % 32]));
   }
-  __device__ void body() {
+  __device__ void step() {
 #pragma unroll
-    for (int d = 0; d < 16; ++d)
-#pragma unroll
-      for (int i = 0; i < kLdsIlp; ++i) asm volatile("ld.shared.u32 %0, [%0];" : "+r"(v[i]));
+    for (int i = 0; i < kLdsIlp; ++i) asm volatile("ld.shared.u32 %0, [%0];" : "+r"(v[i]));
   }
   __device__ bool ok() const {
     bool good = true;
@@ -211,9 +214,9 @@ struct Lsu {
   static constexpr const char* kPipe = "lsu";
 };
 
-// Warp-uniform integer chains: operands from the kernel's parameters, in uniform control flow (see
-// coissue_kernel). ptxas puts some chains on the uniform datapath (UIADD3, ULOP3) and the rest on the vector
-// ALU, a split it chooses itself, so the class claims no single pipe (kPipe null): ncu's pipe counts show it.
+// Warp-uniform integer chains: operands from the kernel's parameters, in uniform control flow (see pair_kernel).
+// ptxas puts all, some or none of the chains on the uniform datapath (UIADD3, ULOP3) and the rest on the vector
+// ALU, a split it chooses per kernel, so the class claims no single pipe (kPipe null): ncu's pipe counts show it.
 struct Uniform {
   static constexpr int kIlp = 8, kDepth = 8, kOps = 2 * kIlp * kDepth;
   static constexpr const char* kCase = "coissue_uniform";
@@ -224,11 +227,9 @@ struct Uniform {
     for (int i = 0; i < kIlp; ++i) v[i] = u.v[i];
     a = u.v[8], b = u.v[9];
   }
-  __device__ void body() {
+  __device__ void step() {
 #pragma unroll
-    for (int d = 0; d < kDepth; ++d)
-#pragma unroll
-      for (int i = 0; i < kIlp; ++i) v[i] = (v[i] + a) ^ b;  // plain C++: inline PTX would stay per-thread
+    for (int i = 0; i < kIlp; ++i) v[i] = (v[i] + a) ^ b;
   }
   __device__ bool ok() const { return true; }  // every bit pattern is a valid result
   __device__ unsigned digest() const { return fold(v); }
@@ -248,15 +249,13 @@ struct Tensor {
 #pragma unroll
     for (int i = 0; i < kIlp; ++i) c[i][0] = c[i][1] = s[2] + i;
   }
-  __device__ void body() {
+  __device__ void step() {
 #pragma unroll
-    for (int d = 0; d < kDepth; ++d)
-#pragma unroll
-      for (int i = 0; i < kIlp; ++i)
-        asm volatile(
-            "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%0, %1};"
-            : "+r"(c[i][0]), "+r"(c[i][1])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    for (int i = 0; i < kIlp; ++i)
+      asm volatile(
+          "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%0, %1};"
+          : "+r"(c[i][0]), "+r"(c[i][1])
+          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
   }
   __device__ bool ok() const {
     bool good = true;
@@ -280,45 +279,58 @@ struct Seeds {
   unsigned long long w[kClasses][kSeedWords];
 };
 
-// One warp runs class C until the shared deadline (checked once per body).
-template <class C>
-__device__ Tally timed(const Seeds* seeds, const UniformSeed& u, int cls, long long deadline) {
-  C chains(seeds->w[cls], u);
+// One warp's stream until the shared deadline (checked once per body): class X alone, or X and Y interleaved,
+// each class's kDepth steps spread evenly over the kSteps of a body. Y's chains start from other values, so
+// X == Y runs twice the chains (the compiler cannot merge them).
+template <int X, int Y, bool kPair>
+__device__ Tally timed(const Seeds* seeds, UniformSeed u, long long deadline) {
+  using CX = std::tuple_element_t<X, Classes>;
+  using CY = std::tuple_element_t<Y, Classes>;
+  static_assert(kSteps % CX::kDepth == 0 && kSteps % CY::kDepth == 0, "a class's depth must divide kSteps");
+  CX x(seeds->w[X], u);
+#pragma unroll
+  for (unsigned& w : u.v) w ^= 0x55555555u;
+  CY y(seeds->w[Y], u);
   const long long c0 = smd::clock_cycles();
   const unsigned long long n0 = smd::clock_ns();
   int n = 0;
 #pragma unroll 1
-  for (; __reduce_or_sync(~0u, n < kMaxBodies && smd::clock_cycles() < deadline); ++n) chains.body();
+  for (; __reduce_or_sync(~0u, n < kMaxBodies && smd::clock_cycles() < deadline); ++n)
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s) {
+      if (s % (kSteps / CX::kDepth) == 0) x.step();
+      if (kPair && s % (kSteps / CY::kDepth) == 0) y.step();
+    }
   const long long c1 = smd::clock_cycles();
   const unsigned long long n1 = smd::clock_ns();
-  const int ok = __all_sync(0xffffffffu, chains.ok());
-  return {{c0, c1, n0, n1, smd::sm_id()}, n, ok, __reduce_xor_sync(0xffffffffu, chains.digest())};
+  const int ok = __all_sync(0xffffffffu, x.ok() && (!kPair || y.ok()));
+  const unsigned digest = x.digest() ^ (kPair ? y.digest() : 0u);
+  return {{c0, c1, n0, n1, smd::sm_id()}, n, ok, __reduce_xor_sync(0xffffffffu, digest)};
 }
 
-template <int I = 0>
-__device__ Tally run_class(const Seeds* seeds, const UniformSeed& u, int cls, long long deadline) {
-  if constexpr (I < kClasses) {
-    if (cls == I) return timed<std::tuple_element_t<I, Classes>>(seeds, u, I, deadline);
-    return run_class<I + 1>(seeds, u, cls, deadline);
-  }
-  return {};  // unreachable: the host checks the class indices (and fails on a warp with no bodies)
-}
-
-__global__ void __launch_bounds__(1024, 1)
-    coissue_kernel(const Seeds* seeds, UniformSeed u, int class_a, int class_b, int warps_a, Tally* tallies) {
+template <int X, int Y, bool kPair>
+__device__ void run(const Seeds* seeds, const UniformSeed& u, Tally* tallies) {
   __shared__ long long start;
   for (int k = threadIdx.x; k < kLdsIlp * 32; k += blockDim.x)
     lds_ring[k] = unsigned(__cvta_generic_to_shared(&lds_ring[k]));
   __syncthreads();
   if (threadIdx.x == 0) start = smd::clock_cycles();
   __syncthreads();
-  // Reduced across the warp, the class index is a uniform value to ptxas, and so is the loop's exit test in
-  // timed(): each class's loop runs in uniform control flow, which the uniform datapath needs.
-  const int warp = threadIdx.x / 32;
-  const int cls = __reduce_max_sync(~0u, warp < warps_a ? class_a : class_b);
-  const long long deadline = start + kWindow;
-  const Tally t = run_class(seeds, u, cls, deadline);
-  if (threadIdx.x % 32 == 0) tallies[warp] = t;
+  const Tally t = timed<X, Y, kPair>(seeds, u, start + kWindow);
+  if (threadIdx.x % 32 == 0) tallies[threadIdx.x / 32] = t;
+}
+
+// Every warp interleaves classes X and Y. The loop's exit test is warp-reduced: uniform control flow, which
+// the uniform class needs.
+template <int X, int Y>
+__global__ void __launch_bounds__(kMaxWarps * 32, 1) pair_kernel(const Seeds* seeds, UniformSeed u, Tally* tallies) {
+  run<X, Y, true>(seeds, u, tallies);
+}
+
+// Every warp runs class X alone.
+template <int X>
+__global__ void __launch_bounds__(kMaxWarps * 32, 1) alone_kernel(const Seeds* seeds, UniformSeed u, Tally* tallies) {
+  run<X, X, false>(seeds, u, tallies);
 }
 
 // Host-side facts of each class, gathered from the tuple.
@@ -338,23 +350,55 @@ const std::vector<ClassInfo> kInfo = class_infos(std::make_index_sequence<kClass
 
 std::string class_name(int cls) { return std::string(kInfo[cls].id).substr(std::string("coissue_").size()); }
 
-// One launch's measurement of one warp group: its throughput and the bodies it finished.
-struct GroupRate {
-  double per_sm = 0;  // warp instructions per cycle per SM: the sum of each warp's own rate
+// The kernel launches, by class indices: a pair table (x <= y; null otherwise) and an alone table.
+using Launch = void (*)(const Seeds*, UniformSeed, Tally*, int);
+
+template <int X, int Y>
+void launch_pair(const Seeds* s, UniformSeed u, Tally* t, int warps) {
+  pair_kernel<X, Y><<<1, warps * 32>>>(s, u, t);
+}
+
+template <int X>
+void launch_alone(const Seeds* s, UniformSeed u, Tally* t, int warps) {
+  alone_kernel<X><<<1, warps * 32>>>(s, u, t);
+}
+
+template <int I>
+constexpr Launch pair_entry() {
+  constexpr int x = I / kClasses, y = I % kClasses;
+  if constexpr (x <= y) return launch_pair<x, y>;
+  return nullptr;
+}
+
+template <std::size_t... I>
+constexpr std::array<Launch, sizeof...(I)> pair_table(std::index_sequence<I...>) {
+  return {pair_entry<int(I)>()...};
+}
+
+template <std::size_t... I>
+constexpr std::array<Launch, sizeof...(I)> alone_table(std::index_sequence<I...>) {
+  return {launch_alone<int(I)>...};
+}
+
+constexpr auto kPairs = pair_table(std::make_index_sequence<kClasses * kClasses>{});
+constexpr auto kAlone = alone_table(std::make_index_sequence<kClasses>{});
+
+// One launch's measurement: every warp's tally checked, the bodies finished and each warp's body rate summed.
+struct Rate {
+  double bodies_per_cycle = 0;  // per SM: the sum of each warp's own rate
   long long bodies = 0;
 };
 
-GroupRate group_rate(const std::vector<Tally>& t, int first, int count, int cls) {
-  GroupRate g;
-  for (int w = first; w < first + count; ++w) {
-    const Tally& x = t[w];
-    if (!x.ok) smd::fail("coissue: class " + class_name(cls) + " ended with a corrupt or non-finite value");
+Rate rate(const std::vector<Tally>& t, const std::string& what) {
+  Rate r;
+  for (const Tally& x : t) {
+    if (!x.ok) smd::fail("coissue: " + what + " ended with a corrupt or non-finite value");
     if (x.bodies >= kMaxBodies) smd::fail("coissue: hit the iteration cap: clock64 did not advance");
-    if (x.bodies < kMinBodies) smd::fail("coissue: class " + class_name(cls) + " finished too few bodies in time");
-    g.per_sm += double(x.bodies) * kInfo[cls].ops / double(x.stamp.c1 - x.stamp.c0);
-    g.bodies += x.bodies;
+    if (x.bodies < kMinBodies) smd::fail("coissue: " + what + " finished too few bodies in time");
+    r.bodies_per_cycle += double(x.bodies) / double(x.stamp.c1 - x.stamp.c0);
+    r.bodies += x.bodies;
   }
-  return g;
+  return r;
 }
 
 struct Device {
@@ -363,8 +407,8 @@ struct Device {
   UniformSeed uniform;
 };
 
-std::vector<Tally> launch(const Device& d, int class_a, int class_b, int warps_a, int warps) {
-  coissue_kernel<<<1, warps * 32>>>(d.seeds, d.uniform, class_a, class_b, warps_a, d.tallies);
+std::vector<Tally> launch(const Device& d, Launch kernel, int warps) {
+  kernel(d.seeds, d.uniform, d.tallies, warps);
   SMD_CHECK(cudaGetLastError());
   SMD_CHECK(cudaDeviceSynchronize());
   std::vector<Tally> host(warps);
@@ -372,11 +416,11 @@ std::vector<Tally> launch(const Device& d, int class_a, int class_b, int warps_a
   return host;
 }
 
-// ncu instruction counts per pipe the pair launch must show, from the bodies each group finished.
-std::vector<std::pair<std::string, double>> pipe_counts(int x, long long bx, int y, long long by) {
+// ncu instruction counts per pipe the pair launch must show: each class's ops times the bodies finished.
+std::vector<std::pair<std::string, double>> pipe_counts(int x, int y, long long bodies) {
   std::map<std::string, double> sum;
-  if (kInfo[x].pipe) sum[kInfo[x].pipe] += double(bx) * kInfo[x].ops;
-  if (kInfo[y].pipe) sum[kInfo[y].pipe] += double(by) * kInfo[y].ops;
+  if (kInfo[x].pipe) sum[kInfo[x].pipe] += double(bodies) * kInfo[x].ops;
+  if (kInfo[y].pipe) sum[kInfo[y].pipe] += double(bodies) * kInfo[y].ops;
   std::vector<std::pair<std::string, double>> out;
   for (const auto& [pipe, n] : sum) out.emplace_back("sm__inst_executed_pipe_" + pipe + ".sum", n);
   return out;
@@ -394,49 +438,49 @@ Device setup() {
   return d;
 }
 
+// Each class's rate alone and in the interleaved pair (warp_inst/cycle/SM), and alone / paired.
 template <int X>
 void measure(const std::string& id, const std::map<std::string, long>& point, int repeats) {
-  const long x = smd::param(point, "x"), y = smd::param(point, "y"), w = smd::param(point, "warps_per_group");
+  const long x = smd::param(point, "x"), y = smd::param(point, "y"), w = smd::param(point, "warps");
   if (x != X) smd::fail(id + " measures class x=" + std::to_string(X) + ", got x=" + std::to_string(x), 2);
-  if (y < 0 || y >= kClasses)
-    smd::fail("y=" + std::to_string(y) + " out of range 0.." + std::to_string(kClasses - 1), 2);
-  if (w < 1 || 2 * w > kMaxWarps) smd::fail("warps_per_group=" + std::to_string(w) + " out of range 1..16", 2);
+  if (y < X || y >= kClasses)
+    smd::fail("y=" + std::to_string(y) + " out of range " + std::to_string(X) + ".." + std::to_string(kClasses - 1), 2);
+  if (w < 1 || w > kMaxWarps) smd::fail("warps=" + std::to_string(w) + " out of range 1.." + std::to_string(kMaxWarps), 2);
   const int wi = int(w), yi = int(y);
+  const std::string pair = class_name(X) + "+" + class_name(yi);
   Device d = setup();
-  launch(d, X, yi, wi, 2 * wi);  // untimed first launch (module load, instruction cache)
+  launch(d, kPairs[X * kClasses + yi], wi);  // untimed first launch (module load, instruction cache)
   std::vector<double> alone_x, alone_y, pair_x, pair_y, slow_x, slow_y, cycles, mhz;
-  std::vector<std::pair<std::string, double>> expect;
-  long long bodies_x = 0, bodies_y = 0;
+  long long bodies = 0;
   int smid = -1;
   for (int r = 0; r < repeats; ++r) {
-    alone_x.push_back(group_rate(launch(d, X, X, wi, wi), 0, wi, X).per_sm);
-    alone_y.push_back(group_rate(launch(d, yi, yi, wi, wi), 0, wi, yi).per_sm);
+    alone_x.push_back(rate(launch(d, kAlone[X], wi), class_name(X)).bodies_per_cycle * kInfo[X].ops);
+    alone_y.push_back(rate(launch(d, kAlone[yi], wi), class_name(yi)).bodies_per_cycle * kInfo[yi].ops);
     std::vector<Tally> t;
     {
       smd::NvtxRange range(smd::range_name(id, point, "pair"));
-      t = launch(d, X, yi, wi, 2 * wi);
+      t = launch(d, kPairs[X * kClasses + yi], wi);
     }
-    const GroupRate gx = group_rate(t, 0, wi, X), gy = group_rate(t, wi, wi, yi);
+    const Rate p = rate(t, pair);
     std::vector<smd::Stamp> stamps;
     for (const Tally& k : t) stamps.push_back(k.stamp);
     const smd::Span s = smd::span(stamps);
-    pair_x.push_back(gx.per_sm), pair_y.push_back(gy.per_sm);
-    slow_x.push_back(alone_x.back() / gx.per_sm), slow_y.push_back(alone_y.back() / gy.per_sm);
+    pair_x.push_back(p.bodies_per_cycle * kInfo[X].ops), pair_y.push_back(p.bodies_per_cycle * kInfo[yi].ops);
+    slow_x.push_back(alone_x.back() / pair_x.back()), slow_y.push_back(alone_y.back() / pair_y.back());
     cycles.push_back(s.cycles), mhz.push_back(s.mhz), smid = s.smid;
-    bodies_x = gx.bodies, bodies_y = gy.bodies;
-    expect = pipe_counts(X, bodies_x, yi, bodies_y);  // the last pair launch is the one ncu profiles
+    bodies = p.bodies;  // the last pair launch is the one ncu profiles
   }
   SMD_CHECK(cudaFree(d.seeds));
   SMD_CHECK(cudaFree(d.tallies));
   smd::Record rec{id, point, "", "warp_inst/cycle/SM", {}, smd::median(cycles), 0, smd::median(mhz), smid};
-  auto emit = [&](const char* metric, const std::vector<double>& samples, long long bodies) {
-    rec.metric = metric, rec.samples = samples, rec.iterations = bodies;
+  auto emit = [&](const char* metric, const std::vector<double>& samples, long long n) {
+    rec.metric = metric, rec.samples = samples, rec.iterations = n;
     smd::emit(rec);
   };
-  rec.variant = "pair", rec.expect = expect;
-  emit("throughput_x", pair_x, bodies_x);
+  rec.variant = "pair", rec.expect = pipe_counts(X, yi, bodies);
+  emit("throughput_x", pair_x, bodies);
   rec.expect.clear();
-  emit("throughput_y", pair_y, bodies_y);
+  emit("throughput_y", pair_y, bodies);
   rec.variant.clear();
   emit("throughput_x_alone", alone_x, 0);
   emit("throughput_y_alone", alone_y, 0);
@@ -445,9 +489,20 @@ void measure(const std::string& id, const std::map<std::string, long>& point, in
   emit("slowdown_y", slow_y, 0);
 }
 
+// The case of class X: its pair kernels (X with every Y >= X) and its alone kernel, with X's ops per body.
+template <int X, std::size_t... Y>
+std::vector<smd::KernelInfo> listing_of(std::index_sequence<Y...>) {
+  std::vector<smd::KernelInfo> out{{{{"x", X}}, "alone", kInfo[X].ops, 0, "alone_kernel<" + std::to_string(X) + ">"}};
+  for (int y : {int(Y)...})
+    if (y >= X)
+      out.push_back({{{"x", X}, {"y", y}}, "pair", kInfo[X].ops * (y == X ? 2 : 1), 0,
+                     "pair_kernel<" + std::to_string(X) + "," + std::to_string(y) + ">"});
+  return out;
+}
+
 template <int X>
 std::vector<smd::KernelInfo> listing() {
-  return {{{{"x", X}}, "pair", kInfo[X].ops, 0, "coissue_kernel"}};
+  return listing_of<X>(std::make_index_sequence<kClasses>{});
 }
 
 template <std::size_t... I>

@@ -13,8 +13,9 @@ from smdissect import report
 
 ISSUE_LIMIT = 4.0  # warp instructions per cycle per SM: one per sub-partition scheduler
 KNEE = 0.9  # the ILP knee: the smallest ILP reaching this share of the best throughput
-SLOWED = 1.1  # a class is slowed by its partner beyond this alone/paired ratio
-SHARED = 1.25  # paired/alone shares of both classes summing to at most this: one resource, time-shared
+SHARED_INDEX = 0.7  # sharing index from which a pair shares one pipe (0 = only the issue limit, 1 = one pipe)
+PARTLY_INDEX = 0.3  # sharing index from which a pair partly shares a resource
+SEPARABLE = 1.1  # the issue-limited expectation must exceed the shared-pipe one by this factor to tell them apart
 PIPE_SHARE = 0.1  # pipes counting at least this share of the busiest pipe's instructions (loop overhead is less)
 SUBNORMAL = re.compile(r"^(?P<op>[a-z0-9]+?)_(?P<operands>normal|subnormal|ftz_subnormal)$")
 
@@ -150,26 +151,46 @@ def coissue_pairs(raw: pd.DataFrame) -> pd.DataFrame:
     return wide.sort_values(["x", "y"]).reset_index(drop=True)
 
 
+def pair_model(pairs: pd.DataFrame) -> pd.DataFrame:
+    """Every pair with its issue share, measured total, issue-limited and shared-pipe expectations, sharing index and
+    verdict (see pair_verdict)."""
+    ev = pairs.copy()
+    total = ev["throughput_x"] + ev["throughput_y"]
+    fx = ev["throughput_x"] / total  # the body's fixed mix: x's share of the pair's instructions
+    fy = 1 - fx
+    ev["x share of issue"] = fx
+    ev["paired total"] = total
+    ev["issue-limited expectation"] = np.minimum(
+        ISSUE_LIMIT, np.minimum(ev["throughput_x_alone"] / fx, ev["throughput_y_alone"] / fy)
+    )
+    ev["shared-pipe expectation"] = 1 / (fx / ev["throughput_x_alone"] + fy / ev["throughput_y_alone"])
+    ev["slowdown beyond issue"] = ev["issue-limited expectation"] / total
+    gap = 1 / ev["shared-pipe expectation"] - 1 / ev["issue-limited expectation"]
+    separable = ev["issue-limited expectation"] >= SEPARABLE * ev["shared-pipe expectation"]
+    ev["sharing index"] = ((1 / total - 1 / ev["issue-limited expectation"]) / gap).where(separable)
+    ev["verdict"] = ev.apply(pair_verdict, axis=1)
+    return ev
+
+
 def pair_verdict(r: pd.Series) -> str:
-    """What a pair's numbers say: independent, issue-bound, sharing one pipe, or partly sharing."""
+    """What a pair's sharing index says: shared pipe, partly shared, issue-limited, independent, or cannot tell."""
     if r["x"] == r["y"]:
         return "same class"
-    if max(r["slowdown_x"], r["slowdown_y"]) <= SLOWED:
-        return "independent"
-    if r["throughput_x"] + r["throughput_y"] >= KNEE * ISSUE_LIMIT:
-        return "issue-bound"
-    used = r["throughput_x"] / r["throughput_x_alone"] + r["throughput_y"] / r["throughput_y_alone"]
-    return "shared pipe" if used <= SHARED else "partly shared"
+    if pd.isna(r["sharing index"]):
+        return "cannot tell"
+    if r["sharing index"] >= SHARED_INDEX:
+        return "shared pipe"
+    if r["sharing index"] >= PARTLY_INDEX:
+        return "partly shared"
+    alone_bound = min(
+        r["throughput_x_alone"] / r["x share of issue"], r["throughput_y_alone"] / (1 - r["x share of issue"])
+    )
+    return "issue-limited" if alone_bound > ISSUE_LIMIT else "independent"
 
 
 def topology(pairs: pd.DataFrame) -> tuple[pd.DataFrame, list[list[str]]]:
     """Every pair with its evidence and verdict, and the classes grouped by shared pipe (union of 'shared pipe')."""
-    ev = pairs.copy()
-    ev["paired sum (of 4)"] = ev["throughput_x"] + ev["throughput_y"]
-    ev["alone share sum (2 = independent)"] = (
-        ev["throughput_x"] / ev["throughput_x_alone"] + ev["throughput_y"] / ev["throughput_y_alone"]
-    )
-    ev["verdict"] = ev.apply(pair_verdict, axis=1)
+    ev = pair_model(pairs)
     parent = {n: n for n in _classes(ev)}
 
     def root(n: str) -> str:
@@ -190,23 +211,20 @@ def _classes(pairs: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(pairs.sort_values("x")["name_x"].tolist() + pairs.sort_values("y")["name_y"].tolist()))
 
 
-def _heatmap(pairs: pd.DataFrame) -> str:
-    """Slowdown of the row class when the column class runs beside it, with the numbers as text."""
+def _heatmap(ev: pd.DataFrame) -> str:
+    """Slowdown beyond the issue limit of every pair (symmetric), with the numbers as text."""
     cells = pd.concat(
         [
-            pairs.assign(measured=pairs["name_x"], partner=pairs["name_y"], slowdown=pairs["slowdown_x"]),
-            pairs[pairs["x"] != pairs["y"]].assign(
-                measured=pairs["name_y"], partner=pairs["name_x"], slowdown=pairs["slowdown_y"]
-            ),
+            ev.assign(a=ev["name_x"], b=ev["name_y"]),
+            ev[ev["x"] != ev["y"]].assign(a=ev["name_y"], b=ev["name_x"]),
         ]
-    )[["measured", "partner", "slowdown"]]
-    order = _classes(pairs)
-    base = alt.Chart(cells).encode(
-        x=alt.X("partner:N", sort=order, title="partner class (other 16 warps)"),
-        y=alt.Y("measured:N", sort=order, title="measured class (16 warps)"),
-    )
+    )[["a", "b", "slowdown beyond issue"]].rename(columns={"slowdown beyond issue": "slowdown"})
+    order = _classes(ev)
+    base = alt.Chart(cells).encode(x=alt.X("b:N", sort=order, title="class"), y=alt.Y("a:N", sort=order, title="class"))
     rect = base.mark_rect().encode(
-        color=alt.Color("slowdown:Q", scale=alt.Scale(scheme="orangered", domainMin=1), title="alone / paired")
+        color=alt.Color(
+            "slowdown:Q", scale=alt.Scale(scheme="orangered", domainMin=1), title="issue-limited / measured"
+        )
     )
     text = base.mark_text(fontSize=11).encode(
         text=alt.Text("slowdown:Q", format=".2f"),
@@ -218,6 +236,7 @@ def _heatmap(pairs: pd.DataFrame) -> str:
 def _coissue_section(pairs: pd.DataFrame) -> str:
     if pairs.empty:
         return report.empty("no co-issue rows (coissue_* cases not measured)")
+    ev = pair_model(pairs)
     alone = pd.concat(
         [
             pairs[["name_x", "throughput_x_alone"]].set_axis(["class", "alone"], axis=1),
@@ -226,11 +245,14 @@ def _coissue_section(pairs: pd.DataFrame) -> str:
     )
     alone = alone.groupby("class", sort=False)["alone"].median().reset_index(name="alone (warp_inst/cycle/SM)")
     intro = (
-        "<p>Each cell: the row class's throughput alone (16 warps) divided by its throughput while the column class "
-        "runs in 16 other warps of the same CTA, over the same clock64 window. 1.00 = not slowed; the diagonal "
-        "pairs a class with itself (2.00 = 16 warps already saturate its pipe).</p>"
+        "<p>Every warp (16, 4 per scheduler) interleaves the two classes' independent chains in its own instruction "
+        "stream, so each class gets a fixed share of the issue slots (its share of the body's instructions) instead "
+        "of what a greedy scheduler leaves it. Each cell: the pair's expected total rate if the two classes only "
+        f"share the dispatch port (min({ISSUE_LIMIT:g} warp-inst/cycle/SM, each class's alone rate / its share)) "
+        "divided by the measured total. 1.00 = no loss beyond the issue limit; on the diagonal a class paired with "
+        "itself shows 2.00 when its alone rate already saturates its pipe.</p>"
     )
-    return intro + _heatmap(pairs) + "<h3>Each class alone</h3>" + report.table(alone)
+    return intro + _heatmap(ev) + "<h3>Each class alone (16 warps)</h3>" + report.table(alone)
 
 
 def _topology_section(pairs: pd.DataFrame) -> str:
@@ -238,34 +260,43 @@ def _topology_section(pairs: pd.DataFrame) -> str:
         return report.empty("no co-issue rows: the topology needs the coissue_* cases")
     ev, groups = topology(pairs)
     self_pairs = ev[ev["x"] == ev["y"]]
-    unsaturated = self_pairs.loc[self_pairs["alone share sum (2 = independent)"] > SHARED, "name_x"].tolist()
+    unsaturated = self_pairs.loc[self_pairs["sharing index"] < SHARED_INDEX, "name_x"].tolist()
     shared = [g for g in groups if len(g) > 1]
     counts = ev[ev["x"] != ev["y"]]["verdict"].value_counts()
     lines = [
         f"<p><b>Inferred on this GPU:</b> {len(groups)} separately loaded pipe groups among {len(_classes(ev))} "
         f"classes: {'; '.join('{' + ', '.join(g) + '}' for g in groups)}.</p>",
-        f"<p>Pairs: {', '.join(f'{v}: {n}' for v, n in counts.items())}. A pair is <i>independent</i> when neither "
-        f"class slows by more than {SLOWED:g}x; <i>issue-bound</i> when it slows but the two paired throughputs sum "
-        f"to at least {KNEE:.0%} of {ISSUE_LIMIT:g} warp-inst/cycle/SM, the issue limit of 1 per sub-partition "
-        "(separate pipes whose rates add beyond 4 cannot both run at full rate, so such a slowdown says nothing "
-        f"about sharing a pipe); <i>shared pipe</i> when it slows below the issue limit and each class keeps only "
-        f"its share of one resource (paired/alone fractions summing to at most {SHARED:g}; 2 = independent).</p>",
+        f"<p>Pairs: {', '.join(f'{v}: {n}' for v, n in counts.items())}.</p>",
+        "<p><b>Rule.</b> With shares f<sub>x</sub> + f<sub>y</sub> = 1 of the pair's instructions and alone rates "
+        "a<sub>x</sub>, a<sub>y</sub>: if the classes only share the dispatch port, the pair's total rate is "
+        f"E<sub>issue</sub> = min({ISSUE_LIMIT:g}, a<sub>x</sub>/f<sub>x</sub>, a<sub>y</sub>/f<sub>y</sub>) (a "
+        "balanced mix makes it min(4, a<sub>x</sub> + a<sub>y</sub>)); if they time-share one pipe, "
+        "E<sub>shared</sub> = 1 / (f<sub>x</sub>/a<sub>x</sub> + f<sub>y</sub>/a<sub>y</sub>). The sharing index "
+        "places the measured total T between them in time per instruction: (1/T - 1/E<sub>issue</sub>) / "
+        "(1/E<sub>shared</sub> - 1/E<sub>issue</sub>), 0 = only the issue limit, 1 = one shared pipe. "
+        f"<i>shared pipe</i>: index &ge; {SHARED_INDEX:g}; <i>partly shared</i>: &ge; {PARTLY_INDEX:g}; below that "
+        "<i>issue-limited</i> when the dispatch port is the binding term of E<sub>issue</sub>, else "
+        f"<i>independent</i>; <i>cannot tell</i> when E<sub>issue</sub> is less than {SEPARABLE:g}x "
+        "E<sub>shared</sub> (two classes that each fill the issue slots alone look the same shared or not). A "
+        "slowdown that only reaches the issue limit says nothing about sharing a pipe.</p>",
     ]
     if shared:
         lines.append(f"<p>Classes sharing a pipe: {'; '.join(' + '.join(g) for g in shared)}.</p>")
     if unsaturated:
         lines.append(
-            f"<p>Not saturated by 16 warps (pairing with itself did not halve it), so sharing is not visible for: "
+            "<p>Paired with itself, not at its pipe's limit alone (sharing index &lt; "
+            f"{SHARED_INDEX:g}), so its alone rate is not its pipe's rate and its verdicts are weaker: "
             f"{', '.join(unsaturated)}.</p>"
         )
     lines.append(
-        "<p>The paper reports for sm_120 (RTX PRO 5000) a '5 pipelines + V-pipe' model (P0, V-pipe, P1..P4, 9 "
-        "co-issuing pairs) against an older '4 pipelines' model; the grouping above is what this GPU's counters "
-        "and clocks support, with the evidence below.</p>"
+        "<p>The paper reports for sm_120 (RTX PRO 5000) a '5 pipelines + V-pipe' model (P0: FFMA/IADD3, V-pipe: "
+        "FMNMX/SIMD, P1: FP64, P2: SFU, P3, P4: tensor; 9 co-issuing pairs) against an older '4 pipelines' model. "
+        "The groups above are what this GPU's clocks support for the classes measured here; compare the number of "
+        "groups and which classes fall together with that model.</p>"
     )
     cols = [
-        *("name_x", "name_y", "throughput_x_alone", "throughput_y_alone", "throughput_x", "throughput_y"),
-        *("slowdown_x", "slowdown_y", "paired sum (of 4)", "alone share sum (2 = independent)", "verdict"),
+        *("name_x", "name_y", "throughput_x_alone", "throughput_y_alone", "x share of issue", "paired total"),
+        *("issue-limited expectation", "shared-pipe expectation", "slowdown beyond issue", "sharing index", "verdict"),
     ]
     return "".join(lines) + report.table(ev[cols].rename(columns={"name_x": "x", "name_y": "y"}))
 
