@@ -164,10 +164,11 @@ def test_costs_run_and_are_steady(compiled: Callable[[str, str, str], Path]) -> 
 def test_bulk_streams_near_ldg(compiled: Callable[[str, str, str], Path]) -> None:
     binary = compiled("sm_90a", "async", "stream")
     run = [str(binary), "--repeats", "3"]
-    bulk = subprocess.run([*run, "--case", "bulk_depth", "--param", "ctas=0", "--param", "outstanding=32",
+    bulk = subprocess.run([*run, "--case", "bulk_ctas", "--param", "ctas=264", "--param", "outstanding=16",
                            "--param", "bytes=4096"], capture_output=True, text=True, check=True).stdout  # fmt: skip
     ldg = subprocess.run([*run, "--case", "ldg_stream", "--param", "ctas_per_sm=4", "--param", "loads=8"],
                          capture_output=True, text=True, check=True).stdout  # fmt: skip
     (b,), (g,) = [json.loads(x) for x in bulk.splitlines()], [json.loads(x) for x in ldg.splitlines()]
     assert b["expect"]["dram__bytes_read.sum"] == 4 << 30
-    assert 0.5 < b["value"] / g["value"] < 1.2
+    # On the H200 one CTA per SM (bulk_depth) reached 0.49 of LDG; 264 CTAs x 16 copies in flight reached 0.90.
+    assert 0.85 < b["value"] / g["value"] < 1.2
