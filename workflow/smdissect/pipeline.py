@@ -153,10 +153,20 @@ def report_page(
         first_metric = {c.id: c.measures[0] for c in cases}
         raw = frames["raw"]
         raw["paper_ref"] = raw.case.map(paper).where(raw.metric == raw.case.map(first_metric))
-        first = frames["raw"].iloc[0]
-        provenance = {k: str(first[k]) for k in ("gpu", "gpu_uuid", "arch", "driver", "cuda", "run_id")} | provenance
+        provenance = raw_provenance(frames["raw"]) | provenance
     title = catalog.title(kernels, category)
     report.render_category(out, category, title, frames, skipped, provenance, reference)
+
+
+def raw_provenance(raw: pd.DataFrame) -> dict[str, str]:
+    """Who measured a set of rows: GPU, UUID, arch, driver, CUDA and run, each value once (several jobs, cards or
+    runs are listed together)."""
+    out = {}
+    for key in ("gpu", "gpu_uuid", "arch", "driver", "cuda", "run_id"):
+        values = sorted(set(raw[key].astype(str))) if key in raw.columns else []
+        if values:
+            out[key] = ", ".join(values) if len(values) <= 6 else f"{len(values)} values, {values[0]} to {values[-1]}"
+    return out
 
 
 def index_page(
@@ -183,6 +193,7 @@ def index_page(
         for category in categories
     ]
     paper = compare.against_paper(measured, cases, reference)
+    provenance = (raw_provenance(frames["raw"]) if len(frames["raw"]) else {}) | provenance
     report.render_index(out, gpu, pages, provenance, skipped, paper, compare.instructions(measured, cases),
                         coverage.counts(cov), coverage.not_measured(cov))  # fmt: skip
 
