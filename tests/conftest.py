@@ -1,20 +1,24 @@
-"""Shared fixtures: the repo root, real builds of every case family, and the GPU marker's skip reason."""
+"""Shared fixtures: the repo root, real builds of every case family, the GPU marker's skip reason, and the checks
+every category runs on a family's listing and SASS."""
 
 from __future__ import annotations
 
+import json
+import math
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
-from smdissect import build, catalog, device  # noqa: E402
+from smdissect import build, catalog, device, sass, tables  # noqa: E402
 
 ARCHS = ["sm_90a", "sm_120a"]
 FLAGS = ["-O3", "-lineinfo", "-std=c++17"]
@@ -66,3 +70,57 @@ def built(compiled: Callable[[str, str, str], Path]) -> dict[tuple[str, str, str
 def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     """Run a command and capture its output as text."""
     return subprocess.run(list(args), cwd=cwd, capture_output=True, text=True)
+
+
+def raw_frame(rows: Iterable[tuple[str, dict[str, int], str, list[float]]], **columns: object) -> pd.DataFrame:
+    """A raw table as the run stage writes it: one row per sample of each (case, params, metric, samples), on an
+    H200 at 1980 MHz unless `columns` say otherwise."""
+    common = {"gpu": "NVIDIA H200", "unit": "", "cycles": 0.0, "iterations": 1, "clock_mhz": 1980.0, "smid": 3}
+    common |= columns
+    out = [
+        common | {"case": case, "params": tables.canonical_params(params), "metric": metric, "repeat": i, "value": v}
+        for case, params, metric, samples in rows
+        for i, v in enumerate(samples)
+    ]
+    return tables.frame("raw", out)
+
+
+def listing(command: Path | list[str]) -> dict[str, list[dict]]:
+    """Case id -> its kernels, from a family's own --list (a binary, or the command that runs a script family)."""
+    argv = [str(command)] if isinstance(command, Path) else command
+    out = subprocess.run([*argv, "--list"], capture_output=True, text=True, check=True).stdout
+    return {entry["case"]: entry["kernels"] for entry in map(json.loads, out.splitlines())}
+
+
+def assert_profile_budget(category: str, cases: list[catalog.Case], budget: int) -> None:
+    """Assert that every profile sweep narrows its case's sweep and that each family ncu profiles makes fewer than
+    `budget` profiled launches."""
+    for case in cases:
+        for key, values in (case.profile_sweep or {}).items():
+            assert key in case.sweep and set(values) <= set(case.sweep[key]), case.id
+    for family, members in catalog.families(cases).items():
+        if catalog.family_settings(ROOT / "kernels", category, family)["profile"]:
+            launches = sum(math.prod(len(v) for v in c.profiled_sweep().values()) for c in members)
+            assert launches < budget, family
+
+
+def assert_sass_claims(binary: Path, arch: str, cases: Iterable[catalog.Case]) -> dict[str, list[dict]]:
+    """Assert that `binary` lists exactly `cases`, that each lists a kernel or makes no SASS claim and says why, that
+    every kernel is in the SASS for `arch`, and that each claim of a case `arch` can run agrees; return the listing."""
+    kernels = listing(binary)
+    by_id = {c.id: c for c in cases}
+    assert set(kernels) == set(by_id)
+    counts = sass.opcodes(sass.dump(binary, arch)) if any(kernels.values()) else {}  # a Python family has none
+    for case_id, entries in kernels.items():
+        case = by_id[case_id]
+        why, claims = case.explain.get("sass"), case.sass_expect or case.sass_forbid
+        assert entries or (why and not claims), f"{case_id} lists no kernel but makes SASS claims or does not say why"
+        for k in entries:
+            assert k["symbol"] in counts, f"{case_id}: {k['symbol']} not in the SASS"
+            if case.unsupported(arch) is not None:
+                continue
+            rows = sass.check(case, counts[k["symbol"]], k["ops"])
+            assert rows or why, f"{case_id} makes no SASS claim and does not say why"
+            bad = [r for r in rows if r["verdict"] != "agree"]
+            assert not bad, f"{arch} {case_id} {k['symbol']}: {bad}"
+    return kernels

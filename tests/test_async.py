@@ -12,31 +12,16 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ARCHS, ROOT
-from smdissect import catalog, sass
-from smdissect.tables import frame
+from conftest import ARCHS, ROOT, assert_profile_budget, assert_sass_claims, raw_frame
+from smdissect import catalog
 
 view = importlib.import_module("smdissect.views.async")  # `async` is a keyword: no plain import
 CASES = catalog.load(ROOT / "kernels", "async")
 FAMILIES = sorted(catalog.families(CASES))
 
 
-def listing(binary: Path) -> dict[str, list[dict]]:
-    """Case id -> its kernels, from the binary's own --list."""
-    out = subprocess.run([str(binary), "--list"], capture_output=True, text=True, check=True).stdout
-    return {entry["case"]: entry["kernels"] for entry in map(json.loads, out.splitlines())}
-
-
-def test_manifest_profile_sweeps_narrow_the_sweep() -> None:
-    for case in CASES:
-        for key, values in (case.profile_sweep or {}).items():
-            assert key in case.sweep and set(values) <= set(case.sweep[key]), case.id
-
-
-def test_profiled_launches_stay_within_the_ncu_budget() -> None:
-    for family, cases in catalog.families(CASES).items():
-        launches = sum(math.prod(len(v) for v in c.profiled_sweep().values()) for c in cases)
-        assert launches < 40, family
+def test_profile_sweeps_narrow_the_sweep_and_stay_within_the_ncu_budget() -> None:
+    assert_profile_budget("async", CASES, 40)
 
 
 def test_dram_bandwidth_metric_is_collected() -> None:
@@ -48,17 +33,7 @@ def test_dram_bandwidth_metric_is_collected() -> None:
 def test_family_lists_its_cases_and_its_sass_holds(
     compiled: Callable[[str, str, str], Path], arch: str, family: str
 ) -> None:
-    binary = compiled(arch, "async", family)
-    kernels = listing(binary)
-    cases = {c.id: c for c in catalog.families(CASES)[family]}
-    assert set(kernels) == set(cases)
-    counts = sass.opcodes(sass.dump(binary, arch))
-    for case_id, entries in kernels.items():
-        assert entries, case_id
-        for k in entries:
-            assert k["symbol"] in counts, f"{case_id}: {k['symbol']} not in the SASS"
-            bad = [r for r in sass.check(cases[case_id], counts[k["symbol"]], k["ops"]) if r["verdict"] != "agree"]
-            assert not bad, f"{arch} {case_id} {k['symbol']}: {bad}"
+    assert_sass_claims(compiled(arch, "async", family), arch, catalog.families(CASES)[family])
 
 
 @pytest.mark.parametrize(
@@ -74,17 +49,6 @@ def test_bad_parameters_fail_with_one_line(
 ) -> None:
     proc = subprocess.run([str(compiled("sm_90a", "async", family)), *args], capture_output=True, text=True)
     assert proc.returncode != 0 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
-
-
-def raw_frame(rows: list[tuple[str, dict[str, int], str, list[float]]]) -> pd.DataFrame:
-    """A raw table as the run stage writes it: one row per sample."""
-    out = []
-    for case, params, metric, samples in rows:
-        for i, v in enumerate(samples):
-            out.append({"gpu": "NVIDIA H200", "case": case, "params": json.dumps(params, sort_keys=True),
-                        "metric": metric, "unit": "", "repeat": i, "value": v, "cycles": 0.0, "iterations": 1,
-                        "clock_mhz": 1980.0, "smid": 3})  # fmt: skip
-    return frame("raw", out)
 
 
 DEPTH = {1: 900.0, 2: 1700.0, 4: 3000.0, 8: 3900.0, 16: 4150.0, 32: 4250.0}

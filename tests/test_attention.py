@@ -12,20 +12,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ARCHS, ROOT
-from smdissect import catalog, sass, tables
+from conftest import ARCHS, ROOT, assert_sass_claims, listing, raw_frame
+from smdissect import catalog, sass
 from smdissect.views import attention as view
 
 CASES = catalog.load(ROOT / "kernels", "attention")
 FAMILIES = catalog.families(CASES)
 SDPA = ROOT / "kernels" / "attention" / "sdpa.py"
 SHARES = ("softmax_share", "tensor_share")  # two launches (full and the stripped variant) per point
-
-
-def listing(command: list[str]) -> dict[str, list[dict]]:
-    """Case id -> its kernels, from a family's own --list."""
-    out = subprocess.run([*command, "--list"], capture_output=True, text=True, check=True).stdout
-    return {entry["case"]: entry["kernels"] for entry in map(json.loads, out.splitlines())}
 
 
 def test_manifest_is_two_families_and_names_the_paper_figures() -> None:
@@ -48,17 +42,7 @@ def test_profile_sweeps_narrow_the_sweep_and_stay_within_the_ncu_budget() -> Non
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_flash_lists_its_cases_and_its_sass_holds(compiled: Callable[[str, str, str], Path], arch: str) -> None:
-    binary = compiled(arch, "attention", "flash")
-    kernels = listing([str(binary)])
-    cases = {c.id: c for c in FAMILIES["flash"]}
-    assert set(kernels) == set(cases)
-    counts = sass.opcodes(sass.dump(binary, arch))
-    for case_id, entries in kernels.items():
-        assert entries, case_id
-        for k in entries:
-            assert k["symbol"] in counts, f"{case_id}: {k['symbol']} not in the SASS"
-            bad = [r for r in sass.check(cases[case_id], counts[k["symbol"]], k["ops"]) if r["verdict"] != "agree"]
-            assert not bad, f"{arch} {case_id} {k['symbol']}: {bad}"
+    assert_sass_claims(compiled(arch, "attention", "flash"), arch, FAMILIES["flash"])
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -103,17 +87,6 @@ def test_sdpa_bad_parameters_fail_with_one_line(args: str, message: str) -> None
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr
 
 
-def raw_frame(rows: list[tuple[str, dict[str, int], str, list[float]]]) -> pd.DataFrame:
-    """A raw table as the run stage writes it: one row per sample."""
-    out = []
-    for case, params, metric, samples in rows:
-        for i, v in enumerate(samples):
-            out.append({"gpu": "NVIDIA H200", "arch": "sm_90a", "category": "attention", "case": case,
-                        "params": tables.canonical_params(params), "metric": metric, "unit": "", "repeat": i,
-                        "value": v, "cycles": 0.0, "iterations": 64, "clock_mhz": 1980.0, "smid": 3})  # fmt: skip
-    return tables.frame("raw", out)
-
-
 # cycles per tile at head_dim 128, 2 CTAs/SM: softmax 400 of 1000, tensor core 500 of 1000
 TILE = {"full": 1000.0, "no_softmax": 600.0, "no_qk": 750.0, "no_pv": 780.0, "no_qk_no_pv": 500.0,
         "double_softmax": 1350.0, "double_qk": 1260.0}  # fmt: skip
@@ -126,7 +99,7 @@ def real_shaped_run() -> pd.DataFrame:
     shape = {"bh": 132, "dtype": 0, "head_dim": 128, "seqlen": 4096}
     rows += [("flash_tflops", shape, "tflops", [200.0, 210.0, 220.0]), ("flash_tflops", shape, "ms", [5.0])]
     rows += [("torch_sdpa", shape, "tflops", [400.0, 420.0]), ("torch_sdpa", shape | {"dtype": 1}, "tflops", [430.0])]
-    return raw_frame(rows)
+    return raw_frame(rows, arch="sm_90a", category="attention", iterations=64)
 
 
 def test_decomposition_from_the_variants() -> None:

@@ -4,34 +4,23 @@ errors for bad parameters, and the report view on frames shaped like a real run.
 from __future__ import annotations
 
 import json
-import math
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ARCHS, ROOT
-from smdissect import catalog, sass
-from smdissect.tables import canonical_params, frame
+from conftest import ARCHS, ROOT, assert_profile_budget, assert_sass_claims, raw_frame
+from smdissect import catalog, report, sass
+from smdissect.tables import canonical_params
 from smdissect.views import cluster as view
 
 CASES = catalog.load(ROOT / "kernels", "cluster")
 FAMILIES = sorted(catalog.families(CASES))
 
 
-def listing(binary: Path) -> dict[str, list[dict]]:
-    """Case id -> its kernels, from the binary's own --list."""
-    out = subprocess.run([str(binary), "--list"], capture_output=True, text=True, check=True).stdout
-    return {entry["case"]: entry["kernels"] for entry in map(json.loads, out.splitlines())}
-
-
 def test_manifest_sweeps_and_profile_budget() -> None:
-    for case in CASES:
-        for key, values in (case.profile_sweep or {}).items():
-            assert key in case.sweep and set(values) <= set(case.sweep[key]), case.id
-    for family, cases in catalog.families(CASES).items():
-        assert sum(math.prod(len(v) for v in c.profiled_sweep().values()) for c in cases) < 40, family
+    assert_profile_budget("cluster", CASES, 40)
     clusters = {c.id: c for c in CASES if "cluster" in c.sweep}
     assert all(c.features == ("cluster",) for c in clusters.values())
     assert clusters["cluster_barrier"].sweep["cluster"] == [1, 2, 4, 8, 16]
@@ -42,19 +31,7 @@ def test_manifest_sweeps_and_profile_budget() -> None:
 def test_family_lists_its_cases_and_its_sass_holds(
     compiled: Callable[[str, str, str], Path], arch: str, family: str
 ) -> None:
-    binary = compiled(arch, "cluster", family)
-    kernels = listing(binary)
-    cases = {c.id: c for c in catalog.families(CASES)[family]}
-    assert set(kernels) == set(cases)
-    counts = sass.opcodes(sass.dump(binary, arch))
-    for case_id, entries in kernels.items():
-        assert entries, case_id
-        for k in entries:
-            assert k["symbol"] in counts, f"{case_id}: {k['symbol']} not in the SASS"
-            rows = sass.check(cases[case_id], counts[k["symbol"]], k["ops"])
-            assert rows, f"{case_id} makes no SASS claim"
-            bad = [r for r in rows if r["verdict"] != "agree"]
-            assert not bad, f"{arch} {case_id} {k['symbol']}: {bad}"
+    assert_sass_claims(compiled(arch, "cluster", family), arch, catalog.families(CASES)[family])
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -82,16 +59,6 @@ def test_bad_parameters_fail_with_one_line(
     assert proc.returncode != 0 and len(lines) == 1, proc.stderr
     gpu_error = "cudaGetDeviceCount" in lines[0]  # no GPU here: the device is selected before the case runs
     assert gpu_error or words in lines[0], proc.stderr
-
-
-def raw_frame(rows: list[tuple[str, dict[str, int], str, list[float]]]) -> pd.DataFrame:
-    """A raw table as the run stage writes it: one row per sample."""
-    out = []
-    for case, params, metric, samples in rows:
-        for i, v in enumerate(samples):
-            out.append({"gpu": "NVIDIA H200", "case": case, "params": canonical_params(params), "metric": metric,
-                        "repeat": i, "value": v, "iterations": 1, "clock_mhz": 1980.0, "variant": "timed"})  # fmt: skip
-    return frame("raw", out)
 
 
 def run_rows() -> list[tuple[str, dict[str, int], str, list[float]]]:
@@ -123,20 +90,20 @@ def run_rows() -> list[tuple[str, dict[str, int], str, list[float]]]:
 
 
 def test_dsmem_tables_compute_hop_and_ratios() -> None:
-    raw = raw_frame(run_rows())
-    latency = view._points(raw, list(view.CHASES), "latency", ["cluster"])
+    raw = raw_frame(run_rows(), variant="timed")
+    latency = report.points(raw, list(view.CHASES), "latency", ["cluster"])
     hop = view.remote_hop(latency).set_index("cluster")
     assert hop.loc[8, "remote hop (cycle)"] == pytest.approx(168.0)
     assert hop.loc[2, "peer / local"] == pytest.approx(202.0 / 30.0)
-    streams = view._points(raw, list(view.STREAMS), "bandwidth_per_sm", ["cluster"])
+    streams = report.points(raw, list(view.STREAMS), "bandwidth_per_sm", ["cluster"])
     ratio = view.bandwidth_ratio(streams).set_index(["cluster", "direction"])
     assert ratio.loc[(4, "read"), "DSMEM / local"] == pytest.approx(0.25)
     assert ratio.loc[(4, "write"), "DSMEM / local"] == pytest.approx(0.25)
 
 
 def test_pair_summary_and_groups() -> None:
-    raw = raw_frame(run_rows())
-    pairs = view._points(raw, ["sm_pingpong"], "round_trip", ["sm_a", "sm_b"])
+    raw = raw_frame(run_rows(), variant="timed")
+    pairs = report.points(raw, ["sm_pingpong"], "round_trip", ["sm_a", "sm_b"])
     summary = view.pair_summary(pairs).set_index("sm_a")
     assert summary.loc[0, "same SM (cycle)"] == 1300.0
     assert summary.loc[16, "nearest sm_b"] == 15 and summary.loc[16, "nearest (cycle)"] == 1010.0
@@ -149,7 +116,7 @@ def test_pair_summary_and_groups() -> None:
 def test_view_on_a_real_shaped_run() -> None:
     status = pd.DataFrame([{"case": "cluster_barrier", "params": canonical_params({"cluster": 16}), "status": "static",
                             "reason": "no cluster of 16 CTAs fits on this GPU (max active clusters 0)"}])  # fmt: skip
-    html = dict(view.sections({"raw": raw_frame(run_rows()), "status": status}))
+    html = dict(view.sections({"raw": raw_frame(run_rows(), variant="timed"), "status": status}))
     barrier = html["Cluster barrier cost versus cluster size"]
     assert "<svg" in barrier and "arrive.relaxed + wait (cycle)" in barrier and "max active clusters 0" in barrier
     assert ">191<" in barrier  # median of the two cluster-1 samples

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ARCHS, ROOT
+from conftest import ARCHS, ROOT, assert_sass_claims
 from smdissect import catalog, sass, tables
 from smdissect.views import gemm as view
 
@@ -23,12 +23,6 @@ PATHS = {
     "cutlass_sm90": ("sm_90a", "cutlass_gemm_bf16", ("HGMMA", "UTMALDG", "WARPGROUP.ARRIVE")),
     "cutlass_sm120": ("sm_120a", "cutlass_gemm_nvfp4", ("OMMA.SF", "UTMALDG")),
 }
-
-
-def listing(binary: Path) -> dict[str, list[dict]]:
-    """Case id -> its kernels, from the binary's own --list."""
-    out = subprocess.run([str(binary), "--list"], capture_output=True, text=True, check=True).stdout
-    return {entry["case"]: entry["kernels"] for entry in map(json.loads, out.splitlines())}
 
 
 def test_profiled_launches_stay_within_the_ncu_budget() -> None:
@@ -42,17 +36,7 @@ def test_profiled_launches_stay_within_the_ncu_budget() -> None:
 def test_family_lists_its_cases_and_its_sass_holds(
     compiled: Callable[[str, str, str], Path], arch: str, family: str
 ) -> None:
-    binary = compiled(arch, "gemm", family)
-    kernels = listing(binary)
-    cases = {c.id: c for c in catalog.families(CASES)[family]}
-    assert set(kernels) == set(cases)
-    counts = sass.opcodes(sass.dump(binary, arch))
-    for case_id, entries in kernels.items():
-        for k in entries:
-            assert k["symbol"] in counts, f"{case_id}: {k['symbol']} not in the SASS"
-            if cases[case_id].unsupported(arch) is None:
-                bad = [r for r in sass.check(cases[case_id], counts[k["symbol"]], k["ops"]) if r["verdict"] != "agree"]
-                assert not bad, f"{arch} {case_id} {k['symbol']}: {bad}"
+    assert_sass_claims(compiled(arch, "gemm", family), arch, catalog.families(CASES)[family])
 
 
 @pytest.mark.parametrize("family", FAMILIES)

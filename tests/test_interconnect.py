@@ -3,16 +3,14 @@ the binaries do without a second GPU, and the report view on frames shaped like 
 
 from __future__ import annotations
 
-import json
-import math
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ARCHS, ROOT
-from smdissect import catalog, run, sass
+from conftest import ARCHS, ROOT, assert_profile_budget, assert_sass_claims, listing, raw_frame
+from smdissect import catalog, run
 from smdissect.tables import canonical_params
 from smdissect.views import interconnect as view
 
@@ -21,23 +19,12 @@ FAMILIES = sorted(catalog.families(CASES))
 GPU_KEYS = {"src", "dst", "gpu", "mem"}
 
 
-def listing(binary: Path) -> dict[str, list[dict]]:
-    """Case id -> its kernels, from the binary's own --list."""
-    out = subprocess.run([str(binary), "--list"], capture_output=True, text=True, check=True).stdout
-    return {entry["case"]: entry["kernels"] for entry in map(json.loads, out.splitlines())}
-
-
 def test_manifest_sweeps_cover_both_gpus_and_stay_small() -> None:
     for case in CASES:
         gpu_axes = GPU_KEYS & set(case.sweep)
         assert gpu_axes, case.id
         assert all(case.sweep[k] == [0, 1] for k in gpu_axes), case.id
-        for key, values in (case.profile_sweep or {}).items():
-            assert key in case.sweep and set(values) <= set(case.sweep[key]), case.id
-    for family, cases in catalog.families(CASES).items():
-        launches = sum(math.prod(len(v) for v in c.profiled_sweep().values()) for c in cases)
-        profiled = catalog.family_settings(ROOT / "kernels", "interconnect", family)["profile"]
-        assert not profiled or launches < 40, family
+    assert_profile_budget("interconnect", CASES, 40)
 
 
 def test_families_that_cannot_be_profiled_are_not() -> None:
@@ -51,17 +38,7 @@ def test_families_that_cannot_be_profiled_are_not() -> None:
 def test_family_lists_its_cases_and_its_sass_holds(
     compiled: Callable[[str, str, str], Path], arch: str, family: str
 ) -> None:
-    binary = compiled(arch, "interconnect", family)
-    kernels = listing(binary)
-    cases = {c.id: c for c in catalog.families(CASES)[family]}
-    assert set(kernels) == set(cases)
-    counts = sass.opcodes(sass.dump(binary, arch))
-    for case_id, entries in kernels.items():
-        assert entries or cases[case_id].explain.get("sass"), f"{case_id}: no kernel and no reason why"
-        for k in entries:
-            assert k["symbol"] in counts, f"{case_id}: {k['symbol']} not in the SASS"
-            checks = sass.check(cases[case_id], counts[k["symbol"]], k["ops"])
-            assert checks and all(r["verdict"] == "agree" for r in checks), f"{arch} {case_id}: {checks}"
+    assert_sass_claims(compiled(arch, "interconnect", family), arch, catalog.families(CASES)[family])
 
 
 def test_every_case_is_listed_without_a_gpu(compiled: Callable[[str, str, str], Path]) -> None:
@@ -87,17 +64,6 @@ def test_static_lines_become_static_rows() -> None:
     status, reason = run.skipped_why(stderr, point)
     assert status == "static" and reason.endswith("needs 2 GPUs with peer access; 1 present")
     assert run.skipped_why(stderr, canonical_params({"dst": 0, "size_mb": 16, "src": 0}))[0] == "failed"
-
-
-def raw_frame(rows: list[tuple[str, dict[str, int], str, list[float]]], mhz: float = 1980.0) -> pd.DataFrame:
-    """A raw table as the run stage writes it: one row per sample."""
-    out = []
-    for case, params, metric, samples in rows:
-        for i, v in enumerate(samples):
-            out.append({"gpu": "NVIDIA H200", "case": case, "params": canonical_params(params), "metric": metric,
-                        "unit": "", "repeat": i, "value": v, "cycles": 0.0, "iterations": 1, "clock_mhz": mhz,
-                        "smid": 3})  # fmt: skip
-    return pd.DataFrame(out)
 
 
 PAIRS = [(0, 0), (0, 1), (1, 0), (1, 1)]

@@ -12,19 +12,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ARCHS, ROOT
+from conftest import ARCHS, ROOT, assert_profile_budget, listing
 from smdissect import catalog, pipeline, sass, tables
 from smdissect.views import launch as view
 
 CASES = catalog.load(ROOT / "kernels", "launch")
 FAMILIES = sorted(catalog.families(CASES))
 Compiled = Callable[[str, str, str], Path]
-
-
-def listing(binary: Path) -> dict[str, list[dict]]:
-    """Case id -> its kernels, from the binary's own --list."""
-    out = subprocess.run([str(binary), "--list"], capture_output=True, text=True, check=True).stdout
-    return {entry["case"]: entry["kernels"] for entry in map(json.loads, out.splitlines())}
 
 
 def sass_checks(compiled: Compiled, arch: str, family: str, tmp_path: Path) -> pd.DataFrame:
@@ -36,14 +30,8 @@ def sass_checks(compiled: Compiled, arch: str, family: str, tmp_path: Path) -> p
     return tables.read("sass_checks", out / "c.parquet")
 
 
-def test_profiled_launches_stay_within_the_ncu_budget() -> None:
-    for family, cases in catalog.families(CASES).items():
-        if not catalog.family_settings(ROOT / "kernels", "launch", family)["profile"]:
-            continue
-        launches = sum(math.prod(len(v) for v in c.profiled_sweep().values()) for c in cases)
-        assert launches < 40, family
-        for case in cases:
-            assert all(set(v) <= set(case.sweep[k]) for k, v in (case.profile_sweep or {}).items()), case.id
+def test_profile_sweeps_narrow_the_sweep_and_stay_within_the_ncu_budget() -> None:
+    assert_profile_budget("launch", CASES, 40)
 
 
 def test_paper_ids_exist_and_clc_is_static_on_hopper() -> None:

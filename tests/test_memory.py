@@ -12,30 +12,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import ARCHS, ROOT
-from smdissect import catalog, sass
+from conftest import ARCHS, ROOT, assert_profile_budget, assert_sass_claims, listing, raw_frame
+from smdissect import catalog
 from smdissect.views import memory as view
 
 CASES = catalog.load(ROOT / "kernels", "memory")
 FAMILIES = sorted(catalog.families(CASES))
 
 
-def listing(binary: Path) -> dict[str, list[dict]]:
-    """Case id -> its kernels, from the binary's own --list."""
-    out = subprocess.run([str(binary), "--list"], capture_output=True, text=True, check=True).stdout
-    return {entry["case"]: entry["kernels"] for entry in map(json.loads, out.splitlines())}
-
-
-def test_manifest_profile_sweeps_narrow_the_sweep() -> None:
-    for case in CASES:
-        for key, values in (case.profile_sweep or {}).items():
-            assert key in case.sweep and set(values) <= set(case.sweep[key]), case.id
-
-
-def test_profiled_launches_stay_within_the_ncu_budget() -> None:
-    for family, cases in catalog.families(CASES).items():
-        launches = sum(math.prod(len(v) for v in c.profiled_sweep().values()) for c in cases)
-        assert launches < 150, family
+def test_profile_sweeps_narrow_the_sweep_and_stay_within_the_ncu_budget() -> None:
+    assert_profile_budget("memory", CASES, 150)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -43,16 +29,7 @@ def test_profiled_launches_stay_within_the_ncu_budget() -> None:
 def test_family_lists_its_cases_and_its_sass_holds(
     compiled: Callable[[str, str, str], Path], arch: str, family: str
 ) -> None:
-    binary = compiled(arch, "memory", family)
-    kernels = listing(binary)
-    cases = {c.id: c for c in catalog.families(CASES)[family]}
-    assert set(kernels) == set(cases)
-    counts = sass.opcodes(sass.dump(binary, arch)) if any(kernels.values()) else {}  # a Python family has none
-    for case_id, entries in kernels.items():
-        for k in entries:
-            assert k["symbol"] in counts, f"{case_id}: {k['symbol']} not in the SASS"
-            bad = [r for r in sass.check(cases[case_id], counts[k["symbol"]], k["ops"]) if r["verdict"] != "agree"]
-            assert not bad, f"{arch} {case_id} {k['symbol']}: {bad}"
+    assert_sass_claims(compiled(arch, "memory", family), arch, catalog.families(CASES)[family])
 
 
 def test_bad_parameters_fail_with_one_line(compiled: Callable[[str, str, str], Path]) -> None:
@@ -144,17 +121,6 @@ def test_mlp_samples_average_enough_rounds(plans: Callable[[list[tuple[int, int]
         assert 3 * p["steps"] == (196_608 if kb * 1024 > H200_L2 / 2 else 49_152), (kb, p)
         seconds += 10 * (3 * p["steps"] + p["warm"]) * (700 + 20 * loads) / 1.98e9
     assert seconds < 30, seconds
-
-
-def raw_frame(rows: list[tuple[str, dict[str, int], str, list[float]]]) -> pd.DataFrame:
-    """A raw table as the run stage writes it: one row per sample."""
-    out = []
-    for case, params, metric, samples in rows:
-        for i, v in enumerate(samples):
-            out.append({"gpu": "NVIDIA H200", "case": case, "params": json.dumps(params, sort_keys=True),
-                        "metric": metric, "unit": "", "repeat": i, "value": v, "cycles": 0.0, "iterations": 1,
-                        "clock_mhz": 1980.0, "smid": 3})  # fmt: skip
-    return pd.DataFrame(out)
 
 
 STAIRCASE = {1: 34.0, 64: 34.5, 256: 35.0, 512: 270.0, 8192: 272.0, 65536: 300.0, 131072: 680.0, 262144: 700.0}

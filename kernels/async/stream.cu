@@ -3,6 +3,7 @@
 // `outstanding` slots per CTA, one producer thread, four consumer warps summing every word), the L2 cache-hint
 // variant on an L2-sized working set, cp.async (LDGSTS) with a per-thread ring, and plain LDG.128 as reference.
 // Word w of the buffer holds w, so every launch's sum has a closed form and is checked.
+#include "../common/blocksum.cuh"
 #include "async.cuh"
 
 enum Kind { kBulk, kBulkHint, kTensor };
@@ -19,15 +20,6 @@ struct TmaArgs {
   int ops_per_cta, bytes, depth, policy;
   unsigned* sum;
 };
-
-__device__ __forceinline__ void add_block_sum(uint32_t acc, unsigned* out) {
-  __shared__ unsigned block_sum;
-  if (threadIdx.x == 0) block_sum = 0;
-  __syncthreads();
-  atomicAdd(&block_sum, acc);
-  __syncthreads();
-  if (threadIdx.x == 0) atomicAdd(out, block_sum);
-}
 
 // Warp 0 lane 0 keeps `depth` copies in flight (slot s waits on empty[s] before reuse); warps 1..4 wait on
 // full[s], sum the slot's words and release it. Op i of CTA b reads op first_op + b + i x grid.
@@ -68,7 +60,7 @@ __global__ void __launch_bounds__(kTmaThreads) tma_stream(const __grid_constant_
       if (lane == 0) as::arrive(&empty[slot]);
     }
   }
-  add_block_sum(acc, a.sum);
+  smd::add_block_sum(acc, a.sum);
 }
 
 // Plain grid-stride LDG.128 streaming, LOADS independent 16 B loads in flight per thread.
@@ -84,7 +76,7 @@ __global__ void __launch_bounds__(kThreads) ldg_stream(const uint4* src, long fi
 #pragma unroll
     for (int k = 0; k < LOADS; ++k) acc += v[k].x + v[k].y + v[k].z + v[k].w;
   }
-  add_block_sum(acc, sum);
+  smd::add_block_sum(acc, sum);
 }
 
 __device__ __forceinline__ void cp_async16(uint4* dst, const uint4* src) {
@@ -112,7 +104,7 @@ __global__ void __launch_bounds__(kThreads) ldgsts_stream(const uint4* src, long
     if (k + STAGES < n) cp_async16(&ring[k % STAGES][threadIdx.x], mine + (k + STAGES) * stride);
     asm volatile("cp.async.commit_group;" ::: "memory");
   }
-  add_block_sum(acc, sum);
+  smd::add_block_sum(acc, sum);
 }
 
 __global__ void fill_kernel(uint32_t* words, long n) {

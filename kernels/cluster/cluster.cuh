@@ -6,6 +6,7 @@
 #include <string>
 
 #include "../common/harness.cuh"
+#include "../common/slope.cuh"
 
 namespace cl {
 
@@ -58,36 +59,40 @@ __device__ __forceinline__ void st_cluster(uint32_t a, uint32_t v) {
   asm volatile("st.shared::cluster.u32 [%0], %1;" ::"r"(a), "r"(v) : "memory");
 }
 
-// Clock reads of one timed thread: c0 | n steps | c1 | 2n steps | c2. One step costs the slope
-// ((c2-c1) - (c1-c0)) / n, so clock reads, loop overhead and pipeline fill cancel.
-struct Slope {
-  long long c0, c1, c2;
-  unsigned long long ns0, ns2;
-  unsigned smid;
-};
+using smd::mhz;
+using smd::per_step;
+using smd::Slope;
 
-inline double per_step(const Slope& s, long steps) { return double((s.c2 - s.c1) - (s.c1 - s.c0)) / steps; }
-inline double mhz(const Slope& s) { return s.ns2 > s.ns0 ? (s.c2 - s.c0) * 1e3 / double(s.ns2 - s.ns0) : 0.0; }
-
-// Launch `kernel` as a 1-D grid of clusters of `cluster` CTAs (sizes above 8 need the non-portable
-// attribute, set here). Returns the launch's error instead of failing: a refused size is a result.
-template <class... Params, class... Args>
-cudaError_t launch(void (*kernel)(Params...), int ctas, int cluster, int threads, size_t smem, Args... args) {
+// Let `kernel` run in clusters of `cluster` CTAs (sizes above 8 need the non-portable attribute) with `smem`
+// bytes of dynamic shared memory, and fill `cfg` for a 1-D grid of `ctas` CTAs in such clusters (`attr` holds
+// its cluster dimension). Returns the first refusal instead of failing: a refused size is a result.
+template <class... Params>
+cudaError_t cluster_config(void (*kernel)(Params...), int ctas, int cluster, int threads, size_t smem,
+                           cudaLaunchConfig_t& cfg, cudaLaunchAttribute& attr) {
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, cluster > 8);
   if (err == cudaSuccess && smem > 48 * 1024)
     err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-  if (err != cudaSuccess) return err;
-  cudaLaunchConfig_t cfg = {};
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = unsigned(cluster);
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
+  attr = {};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = unsigned(cluster);
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cfg = {};
   cfg.gridDim = dim3(unsigned(ctas));
   cfg.blockDim = dim3(unsigned(threads));
   cfg.dynamicSmemBytes = smem;
-  cfg.attrs = attr;
+  cfg.attrs = &attr;
   cfg.numAttrs = 1;
+  return err;
+}
+
+// Launch `kernel` as a 1-D grid of clusters of `cluster` CTAs. Returns the launch's error instead of failing.
+template <class... Params, class... Args>
+cudaError_t launch(void (*kernel)(Params...), int ctas, int cluster, int threads, size_t smem, Args... args) {
+  cudaLaunchConfig_t cfg;
+  cudaLaunchAttribute attr;
+  cudaError_t err = cluster_config(kernel, ctas, cluster, threads, smem, cfg, attr);
+  if (err != cudaSuccess) return err;
   err = cudaLaunchKernelEx(&cfg, kernel, Params(args)...);
   if (err == cudaSuccess) err = cudaGetLastError();
   return err;
@@ -98,22 +103,10 @@ cudaError_t launch(void (*kernel)(Params...), int ctas, int cluster, int threads
 template <class... Params>
 cudaError_t max_active_clusters(void (*kernel)(Params...), int cluster, int threads, size_t smem, int& out) {
   out = 0;
-  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, cluster > 8);
-  if (err == cudaSuccess && smem > 48 * 1024)
-    err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-  if (err != cudaSuccess) return err;
-  cudaLaunchConfig_t cfg = {};
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = unsigned(cluster);
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.gridDim = dim3(unsigned(cluster));
-  cfg.blockDim = dim3(unsigned(threads));
-  cfg.dynamicSmemBytes = smem;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  return cudaOccupancyMaxActiveClusters(&out, kernel, &cfg);
+  cudaLaunchConfig_t cfg;
+  cudaLaunchAttribute attr;
+  const cudaError_t err = cluster_config(kernel, cluster, cluster, threads, smem, cfg, attr);
+  return err != cudaSuccess ? err : cudaOccupancyMaxActiveClusters(&out, kernel, &cfg);
 }
 
 // A cluster size outside 1..16, or one that is not a power of two, is a one-line error.

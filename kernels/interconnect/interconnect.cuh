@@ -8,6 +8,7 @@
 #include <string>
 
 #include "../common/harness.cuh"
+#include "../common/slope.cuh"
 
 namespace ic {
 
@@ -135,24 +136,12 @@ struct Buffer {
   }
 };
 
-// Clock reads of one timed thread: c0 | n steps | c1 | 2n steps | c2; the per-step cost is the slope
-// ((c2-c1) - (c1-c0)) / n, so clock reads, loop overhead and pipeline fill cancel.
-struct Slope {
-  long long c0, c1, c2;
-  unsigned long long ns0, ns2;
-  unsigned smid;
-};
+using smd::mhz;
+using smd::per_step;
+using smd::Slope;
 
-inline double per_step(const Slope& s, long steps) { return double((s.c2 - s.c1) - (s.c1 - s.c0)) / steps; }
-inline double mhz(const Slope& s) { return s.ns2 > s.ns0 ? (s.c2 - s.c0) * 1e3 / double(s.ns2 - s.ns0) : 0.0; }
-
-// Why the two phases disagree (2n steps should take about twice n), or "" when they agree.
-inline std::string phase_mismatch(const Slope& s) {
-  const double t1 = double(s.c1 - s.c0), t2 = double(s.c2 - s.c1);
-  if (t2 >= 1.5 * t1 && t2 <= 2.5 * t1) return "";
-  return "timed phases disagree: n steps took " + std::to_string(s.c1 - s.c0) + " cycles, 2n steps " +
-         std::to_string(s.c2 - s.c1) + " (want about 2x)";
-}
+// Why the two timed phases disagree (2n steps should take about twice n), or "" when they agree.
+inline std::string phase_mismatch(const Slope& s) { return smd::phase_mismatch(s, "timed"); }
 
 // --list entry of one kernel.
 inline smd::KernelInfo kernel(const std::string& symbol, long ops, long iterations) {

@@ -4,8 +4,7 @@
 // time (dlopen of the driver's libnvidia-ml.so.1), so the family builds where neither nvml.h nor the library is.
 #include <dlfcn.h>
 
-#include <cstdio>
-
+#include "../common/nvml.cuh"
 #include "interconnect.cuh"
 
 // The NVML ABI this family uses (nvml.h: enums are int, handles opaque pointers).
@@ -55,16 +54,11 @@ const Nvml& nvml() {
   return n;
 }
 
-// The NVML handle of CUDA device `dev`: its UUID as NVML spells it, GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx.
+// The NVML handle of CUDA device `dev`, found by its UUID.
 NvmlDevice handle(int dev) {
-  cudaDeviceProp prop{};
-  SMD_CHECK(cudaGetDeviceProperties(&prop, dev));
-  const auto* u = reinterpret_cast<const unsigned char*>(prop.uuid.bytes);
-  char uuid[64];
-  std::snprintf(uuid, sizeof uuid, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
-                u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+  const std::string uuid = smd::nvml_uuid(dev);
   NvmlDevice h = nullptr;
-  nvml().check(nvml().by_uuid(uuid, &h), (std::string("nvmlDeviceGetHandleByUUID(") + uuid + ")").c_str());
+  nvml().check(nvml().by_uuid(uuid.c_str(), &h), ("nvmlDeviceGetHandleByUUID(" + uuid + ")").c_str());
   return h;
 }
 

@@ -1,6 +1,7 @@
 // Kernel-driven peer copy: every SM of the dst GPU loads 16 B vectors from the src GPU's memory through the
 // peer-mapped pointer (kLoads independent loads in flight per thread) and stores them to dst memory. src == dst
 // is the same kernel on local memory: the reference. The word sum of what was read and the copy are checked.
+#include "../common/blocksum.cuh"
 #include "interconnect.cuh"
 
 constexpr int kThreads = 256;
@@ -23,12 +24,7 @@ __global__ void __launch_bounds__(kThreads) pull_copy(const uint4* src, uint4* d
       dst[i + k * stride] = v[k];
     }
   }
-  __shared__ unsigned block_sum;
-  if (threadIdx.x == 0) block_sum = 0;
-  __syncthreads();
-  atomicAdd(&block_sum, acc);
-  __syncthreads();
-  if (threadIdx.x == 0) atomicAdd(sum, block_sum);
+  smd::add_block_sum(acc, sum);
 }
 
 void run_kernel_copy(const std::string& id, const std::map<std::string, long>& point, int repeats) {

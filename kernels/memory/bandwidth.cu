@@ -1,6 +1,7 @@
 // Bandwidth: DRAM read / write / copy versus CTAs and 16 B loads in flight per thread, L2 read (a
 // buffer of 1/4 of the L2 read many times), L1 and shared-memory read per SM, and cudaMemcpyAsync
 // device-to-device as the library reference. Every launch's data is checked by a closed-form sum.
+#include "../common/blocksum.cuh"
 #include "memory.cuh"
 
 enum Mode { kRead, kWrite, kCopy, kReadL2 };
@@ -21,16 +22,6 @@ __device__ __forceinline__ uint4 load_cg(const uint4* p) {
   uint4 v;
   asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
   return v;
-}
-
-// One atomic per CTA: the word sum of what the CTA read.
-__device__ __forceinline__ void add_block_sum(uint32_t acc, unsigned* out) {
-  __shared__ unsigned block_sum;
-  if (threadIdx.x == 0) block_sum = 0;
-  __syncthreads();
-  atomicAdd(&block_sum, acc);
-  __syncthreads();
-  if (threadIdx.x == 0) atomicAdd(out, block_sum);
 }
 
 // Grid-stride streaming of nvec 16 B vectors (a multiple of LOADS x threads), LOADS independent
@@ -56,7 +47,7 @@ __global__ void stream_kernel(const uint4* src, uint4* dst, long first, long nve
         if constexpr (MODE == kWrite || MODE == kCopy) dst[i + k * stride] = v[k];
       }
     }
-  if constexpr (MODE == kRead || MODE == kReadL2) add_block_sum(acc, sum);
+  if constexpr (MODE == kRead || MODE == kReadL2) smd::add_block_sum(acc, sum);
 }
 
 // Sum of words [4 first, 4 (first + nvec)) modulo 2^32: what a read of that window must return.
@@ -231,7 +222,7 @@ __global__ void __launch_bounds__(1024) tile_kernel(const uint4* src, smd::Stamp
   const long long c1 = smd::clock_cycles();
   const unsigned long long ns1 = smd::clock_ns();
   if (threadIdx.x == 0) stamps[blockIdx.x] = {c0, c1, ns0, ns1, smd::sm_id()};
-  add_block_sum(acc, sum);
+  smd::add_block_sum(acc, sum);
 }
 
 // Bytes per cycle per SM: each SM's CTAs' bytes over its own clock span (first start to last end).

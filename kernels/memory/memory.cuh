@@ -8,6 +8,7 @@
 #include <string>
 
 #include "../common/harness.cuh"
+#include "../common/slope.cuh"
 
 // Load flavours: the PTX cache operator of one dependent 64-bit global load. Global scope, so kernel
 // symbols read chase_kernel<LoadCa,1> for the SASS stage.
@@ -49,31 +50,23 @@ inline Sizes sizes() {
   return {sms, l2, optin, per_sm, 2.0 * mem_khz * 1e3 * bus_bits / 8 / 1e9};
 }
 
-// Clock reads of one timed thread: c0 | n steps | c1 | 2n steps | c2. per_step is the slope
-// ((c2-c1) - (c1-c0)) / n, so clock reads and pipeline fill cancel (shared memory, atomics). A pointer-chase
-// sample is mean_step, the mean over all 3n steps: with n >= 2048 the fixed cost the slope cancels (34 cycles
+// Clock reads of one timed thread (smd::Slope): per_step is the slope of its two phases, so clock reads and
+// pipeline fill cancel (shared memory, atomics). A pointer-chase sample is mean_step, the mean over all 3n
+// steps: with n >= 2048 the fixed cost the slope cancels (34 cycles
 // on an H200: 1572898 = 3 x 16384 x 32 + 34 at the L1 level) adds under 0.006 cycle to the mean, while the
 // slope weighs each load's jitter 3x more (variance 3 s^2 / n against s^2 / 3n) and, where the hit rate drifts
 // along a long chain, extrapolates the drift (2b - a of phase means a, b) instead of averaging it.
-struct Slope {
-  long long c0, c1, c2;
-  unsigned long long ns0, ns2;
-  unsigned smid;
-};
-
-inline double per_step(const Slope& s, long steps) { return double((s.c2 - s.c1) - (s.c1 - s.c0)) / steps; }
+using smd::mhz;
+using smd::per_step;
+using smd::Slope;
 inline double mean_step(const Slope& s, long steps) { return double(s.c2 - s.c0) / (3.0 * steps); }
-inline double mhz(const Slope& s) { return s.ns2 > s.ns0 ? (s.c2 - s.c0) * 1e3 / double(s.ns2 - s.ns0) : 0.0; }
 
 // The mean is a per-load latency only if both phases walk lines in the same cache state: then the 2n
 // steps take about twice the n steps. Anything else (the first phase slowed by lines the second finds
 // cached, or the reverse) fails with one line instead of emitting a wrong number.
 // Why the two timed phases of a chase disagree (phase 2 should take about twice phase 1), or "" if they agree.
 inline std::string phase_mismatch(const Slope& s) {
-  const double t1 = double(s.c1 - s.c0), t2 = double(s.c2 - s.c1);
-  if (t2 >= 1.5 * t1 && t2 <= 2.5 * t1) return "";
-  return "pointer chase phases disagree: n steps took " + std::to_string(s.c1 - s.c0) + " cycles, 2n steps " +
-         std::to_string(s.c2 - s.c1) + " (want about 2x): the chain's cache state changed between them";
+  return smd::phase_mismatch(s, "pointer chase", ": the chain's cache state changed between them");
 }
 
 constexpr int kMaxChains = 64;

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "../common/harness.cuh"
+#include "../common/nvml.cuh"
 
 constexpr int kThreads = 1024;
 constexpr double kSettleS = 0.25;  // after every CTA started, before the window opens
@@ -63,39 +64,50 @@ struct ChaosCheck {
     if (!bad.empty()) return bad;
     return 2 * moved < total ? "most chains ended where they started: the loop did not run" : "";
   }
+  // The verdict on `chains` chains per thread, stored thread by thread in `out`.
+  static std::string of(const std::vector<double>& out, uint32_t threads, int chains) {
+    ChaosCheck check;
+    for (uint32_t t = 0; t < threads; ++t)
+      for (int k = 0; k < chains; ++k) check.add(t, k, out[size_t(t) * chains + k]);
+    return check.verdict();
+  }
 };
 
 // ---- the sustained operations: one loop body is kOps instructions per thread ----
 
-struct Ffma {
-  static constexpr int kChains = 8, kSteps = 16, kOps = kChains * kSteps, kCheck = 16, kOut = kChains;
+// FP32 FFMA or FP64 DFMA chains x <- x*x + c of scalar type T; kCheck loop bodies between deadline checks.
+template <class T, int CHECK>
+struct ScalarFma {
+  static constexpr int kChains = 8, kSteps = 16, kOps = kChains * kSteps, kCheck = CHECK, kOut = kChains;
   static constexpr double kFlops = 2;  // per thread and instruction
   struct State {
-    float x[kChains];
-    float c;
+    T x[kChains];
+    T c;
   };
   __device__ static State init(uint32_t t) {
     State s;
-    s.c = float(chaos_c(t));
-    for (int k = 0; k < kChains; ++k) s.x[k] = float(chaos_x0(t, k));
+    s.c = T(chaos_c(t));
+    for (int k = 0; k < kChains; ++k) s.x[k] = T(chaos_x0(t, k));
     return s;
   }
   __device__ __forceinline__ static void body(State& s) {
 #pragma unroll
     for (int i = 0; i < kSteps; ++i)
 #pragma unroll
-      for (int k = 0; k < kChains; ++k) asm("fma.rn.f32 %0, %0, %0, %1;" : "+f"(s.x[k]) : "f"(s.c));
+      for (int k = 0; k < kChains; ++k) {
+        if constexpr (sizeof(T) == 4) asm("fma.rn.f32 %0, %0, %0, %1;" : "+f"(s.x[k]) : "f"(s.c));
+        else asm("fma.rn.f64 %0, %0, %0, %1;" : "+d"(s.x[k]) : "d"(s.c));
+      }
   }
   __device__ static void finish(State& s, double* out) {
     for (int k = 0; k < kChains; ++k) out[k] = s.x[k];
   }
   static std::string verify(const std::vector<double>& out, uint32_t threads) {
-    ChaosCheck check;
-    for (uint32_t t = 0; t < threads; ++t)
-      for (int k = 0; k < kOut; ++k) check.add(t, k, out[size_t(t) * kOut + k]);
-    return check.verdict();
+    return ChaosCheck::of(out, threads, kOut);
   }
 };
+struct Ffma : ScalarFma<float, 16> {};
+struct Dfma : ScalarFma<double, 4> {};
 
 struct Hfma2 {
   static constexpr int kChains = 8, kSteps = 16, kOps = kChains * kSteps, kCheck = 16, kOut = 2 * kChains;
@@ -127,40 +139,7 @@ struct Hfma2 {
     }
   }
   static std::string verify(const std::vector<double>& out, uint32_t threads) {
-    ChaosCheck check;
-    for (uint32_t t = 0; t < threads; ++t)
-      for (int k = 0; k < kOut; ++k) check.add(t, k, out[size_t(t) * kOut + k]);
-    return check.verdict();
-  }
-};
-
-struct Dfma {
-  static constexpr int kChains = 8, kSteps = 16, kOps = kChains * kSteps, kCheck = 4, kOut = kChains;
-  static constexpr double kFlops = 2;
-  struct State {
-    double x[kChains];
-    double c;
-  };
-  __device__ static State init(uint32_t t) {
-    State s;
-    s.c = chaos_c(t);
-    for (int k = 0; k < kChains; ++k) s.x[k] = chaos_x0(t, k);
-    return s;
-  }
-  __device__ __forceinline__ static void body(State& s) {
-#pragma unroll
-    for (int i = 0; i < kSteps; ++i)
-#pragma unroll
-      for (int k = 0; k < kChains; ++k) asm("fma.rn.f64 %0, %0, %0, %1;" : "+d"(s.x[k]) : "d"(s.c));
-  }
-  __device__ static void finish(State& s, double* out) {
-    for (int k = 0; k < kChains; ++k) out[k] = s.x[k];
-  }
-  static std::string verify(const std::vector<double>& out, uint32_t threads) {
-    ChaosCheck check;
-    for (uint32_t t = 0; t < threads; ++t)
-      for (int k = 0; k < kOut; ++k) check.add(t, k, out[size_t(t) * kOut + k]);
-    return check.verdict();
+    return ChaosCheck::of(out, threads, kOut);
   }
 };
 
@@ -296,15 +275,10 @@ class Nvml {
     check(call<>("nvmlInit_v2"), "nvmlInit_v2");
     int dev = 0;
     SMD_CHECK(cudaGetDevice(&dev));
-    cudaDeviceProp prop{};
-    SMD_CHECK(cudaGetDeviceProperties(&prop, dev));
-    const auto* u = reinterpret_cast<const unsigned char*>(prop.uuid.bytes);
-    char want[64];
-    std::snprintf(want, sizeof want, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
-                  u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+    const std::string want = smd::nvml_uuid(dev);
     void* handle = nullptr;
     char uuid[96] = {};
-    const int found = call<const char*, void**>("nvmlDeviceGetHandleByUUID", want, &handle);
+    const int found = call<const char*, void**>("nvmlDeviceGetHandleByUUID", want.c_str(), &handle);
     if (found != 0)
       smd::fail(std::string("NVML has no GPU with the CUDA device's UUID ") + want + ": " + error_string_(found));
     check(call<void*, char*, unsigned>("nvmlDeviceGetUUID", handle, uuid, sizeof uuid), "nvmlDeviceGetUUID");

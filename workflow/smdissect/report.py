@@ -114,6 +114,25 @@ def param(params: object, key: str, default: object = None) -> object:
         return default
 
 
+def points(
+    raw: pd.DataFrame | None, cases: list[str], metric: str, keys: list[str], **extra: tuple[str, str]
+) -> pd.DataFrame:
+    """Median and spread (max - min) per (case, params) of one metric of `cases`, any `extra` named aggregations
+    beside them, and the named parameters as numeric columns; sorted by case, then those parameters."""
+    none = pd.DataFrame(columns=["case", "params", "value", "spread", *extra, *keys])
+    if raw is None or raw.empty:
+        return none
+    rows = raw[raw["case"].isin(cases) & (raw["metric"] == metric)]
+    if rows.empty:
+        return none
+    out = rows.groupby(["case", "params"], as_index=False).agg(
+        value=("value", "median"), spread=("value", lambda s: s.max() - s.min()), **extra
+    )
+    for key in keys:
+        out[key] = pd.to_numeric(out["params"].map(lambda p, k=key: param(p, k)), errors="coerce")
+    return out.sort_values(["case", *keys]).reset_index(drop=True)
+
+
 def _missing(name: str, tables: dict[str, pd.DataFrame], skipped: dict[str, str]) -> str | None:
     """Why table `name` has nothing to show, or None when it has rows."""
     df = tables.get(name)

@@ -18,19 +18,6 @@ TMA = ["bulk_depth", "bulk_ctas", "tensor_depth", "tensor_ctas"]
 LATENCY = ["cp_async_ca_latency", "cp_async_cg_latency", "bulk_latency", "tensor_latency"]
 
 
-def _points(raw: pd.DataFrame | None, cases: list[str], metric: str, keys: list[str]) -> pd.DataFrame:
-    """Median and spread per (case, params) of one metric, with the named parameters as columns."""
-    if raw is None or raw.empty:
-        return pd.DataFrame(columns=["case", "params", "value", "spread", *keys])
-    rows = raw[raw["case"].isin(cases) & (raw["metric"] == metric)]
-    out = rows.groupby(["case", "params"], as_index=False).agg(
-        value=("value", "median"), spread=("value", lambda s: s.max() - s.min())
-    )
-    for key in keys:
-        out[key] = pd.to_numeric(out["params"].map(lambda p, k=key: report.param(p, k)), errors="coerce")
-    return out.sort_values(["case", *keys]).reset_index(drop=True)
-
-
 def first_reaching(curve: pd.DataFrame, axis: str, fraction: float = NEAR_PEAK) -> float:
     """The smallest `axis` value whose bandwidth is within `fraction` of the curve's best, NaN for no curve."""
     if curve.empty:
@@ -73,42 +60,43 @@ def _curve_chart(data: pd.DataFrame, axis: str, title: str) -> str:
     return report.svg(chart)
 
 
-def _depth(raw: pd.DataFrame | None) -> str:
-    data = _points(raw, ["bulk_depth", "tensor_depth"], "bandwidth", ["outstanding", "bytes", "ctas"])
+def _sweep(raw: pd.DataFrame | None, cases: list[str], keys: list[str], labels: tuple[str, str, str], missing: str,
+           note: str) -> str:  # fmt: skip
+    """TMA bandwidth along keys[0], one curve per (case, keys[1]): the chart, then per curve its best and the first
+    keys[0] within NEAR_PEAK of it; `labels`: the chart's axis title, that first value's name, keys[1]'s name."""
+    data = report.points(raw, cases, "bandwidth", keys)
     if data.empty:
-        return report.empty("no TMA outstanding-copy measurements")
+        return report.empty(missing)
+    title, reaching, curve = labels
     found = pd.DataFrame(
         [
-            {"case": c, "bytes per copy": int(b), "best GB/s": g["value"].max(),
-             f"outstanding copies for {NEAR_PEAK:.0%} of best": first_reaching(g, "outstanding")}
-            for (c, b), g in data.groupby(["case", "bytes"])
+            {"case": c, curve: int(v), "best GB/s": g["value"].max(),
+             f"{reaching} for {NEAR_PEAK:.0%} of best": first_reaching(g, keys[0])}
+            for (c, v), g in data.groupby(["case", keys[1]])
         ]
     )  # fmt: skip
-    note = report.empty(
+    return _curve_chart(data, keys[0], title) + report.empty(note) + report.table(found)
+
+
+def _depth(raw: pd.DataFrame | None) -> str:
+    labels = ("copies in flight per CTA", "outstanding copies", "bytes per copy")
+    note = (
         "one CTA per SM, one producer thread keeping N copies in flight, four warps summing every copied word; "
         "the paper (RTX PRO 5000, sm_120) reports that 90% of peak needs at least 32 outstanding copies"
     )
-    return _curve_chart(data, "outstanding", "copies in flight per CTA") + note + report.table(found)
+    keys = ["outstanding", "bytes", "ctas"]
+    return _sweep(raw, ["bulk_depth", "tensor_depth"], keys, labels, "no TMA outstanding-copy measurements", note)
 
 
 def _ctas(raw: pd.DataFrame | None) -> str:
-    data = _points(raw, ["bulk_ctas", "tensor_ctas"], "bandwidth", ["ctas", "outstanding", "bytes"])
-    if data.empty:
-        return report.empty("no TMA CTA-count measurements")
-    found = pd.DataFrame(
-        [
-            {"case": c, "outstanding": int(o), "best GB/s": g["value"].max(),
-             f"CTAs for {NEAR_PEAK:.0%} of best": first_reaching(g, "ctas")}
-            for (c, o), g in data.groupby(["case", "outstanding"])
-        ]
-    )  # fmt: skip
-    note = report.empty("the paper (RTX PRO 5000, sm_120, 110 SMs) saturates DRAM with about 76 CTAs of TMA copies")
-    return _curve_chart(data, "ctas", "CTAs") + note + report.table(found)
+    note = "the paper (RTX PRO 5000, sm_120, 110 SMs) saturates DRAM with about 76 CTAs of TMA copies"
+    keys, labels = ["ctas", "outstanding", "bytes"], ("CTAs", "CTAs", "outstanding")
+    return _sweep(raw, ["bulk_ctas", "tensor_ctas"], keys, labels, "no TMA CTA-count measurements", note)
 
 
 def _versus_ldg(raw: pd.DataFrame | None) -> str:
     cases = [*TMA, "cp_async_stream", "ldg_stream"]
-    data = _points(raw, cases, "bandwidth", [])
+    data = report.points(raw, cases, "bandwidth", [])
     if data.empty:
         return report.empty("no streaming bandwidth measurements")
     best = data.loc[data.groupby("case")["value"].idxmax(), ["case", "params", "value", "spread"]]
@@ -118,7 +106,7 @@ def _versus_ldg(raw: pd.DataFrame | None) -> str:
     bulk = best.loc[best["case"].isin(["bulk_depth", "bulk_ctas"]), "value"]
     sentence = ratio_sentence(float(bulk.max()) if len(bulk) else math.nan, ldg_best)
     why = ""
-    depth = _points(raw, ["bulk_depth"], "bandwidth", ["outstanding"])
+    depth = report.points(raw, ["bulk_depth"], "bandwidth", ["outstanding"])
     if sentence.endswith("below the 0.90 target") and not depth.empty:
         top = depth.groupby("outstanding")["value"].max()
         rising = top.iloc[-1] > top.iloc[:-1].max() if len(top) > 1 else False
@@ -131,7 +119,7 @@ def _versus_ldg(raw: pd.DataFrame | None) -> str:
 
 
 def _latency(raw: pd.DataFrame | None) -> str:
-    data = _points(raw, LATENCY, "latency", ["bytes", "footprint_kb"])
+    data = report.points(raw, LATENCY, "latency", ["bytes", "footprint_kb"])
     if data.empty:
         return report.empty("no async-copy latency measurements")
     data["level"] = data["footprint_kb"].map(level)
@@ -145,7 +133,7 @@ def _latency(raw: pd.DataFrame | None) -> str:
 
 
 def _hints(raw: pd.DataFrame | None) -> str:
-    data = _points(raw, ["bulk_l2_hint"], "bandwidth", ["policy"])
+    data = report.points(raw, ["bulk_l2_hint"], "bandwidth", ["policy"])
     if data.empty:
         return report.empty("no L2 cache-hint measurements")
     base = data.loc[data["policy"] == 0, "value"]
@@ -163,7 +151,7 @@ def _hints(raw: pd.DataFrame | None) -> str:
 def _costs(raw: pd.DataFrame | None) -> str:
     if raw is None or raw.empty:
         return report.empty("no cost measurements")
-    data = _points(raw, sorted(c for c in raw["case"].unique() if c.endswith("_cost")), "cost", [])
+    data = report.points(raw, sorted(c for c in raw["case"].unique() if c.endswith("_cost")), "cost", [])
     if data.empty:
         return report.empty("no cost measurements")
     data["op"] = data["case"].str.removesuffix("_cost")

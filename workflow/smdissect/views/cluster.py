@@ -19,22 +19,6 @@ STREAMS = {"dsmem_read": ("read", "peer CTA"), "dsmem_write": ("write", "peer CT
 PLACEMENT = ["max_active_clusters", "active_sms", "distinct_sms_per_cluster", "smid_span", "sm_groups"]
 
 
-def _points(raw: pd.DataFrame | None, cases: list[str], metric: str, keys: list[str]) -> pd.DataFrame:
-    """Median and spread per (case, params) of one metric, with the named parameters as columns."""
-    none = pd.DataFrame(columns=["case", "params", "value", "spread", *keys])
-    if raw is None or raw.empty:
-        return none
-    rows = raw[raw["case"].isin(cases) & (raw["metric"] == metric)]
-    if rows.empty:
-        return none
-    out = rows.groupby(["case", "params"], as_index=False).agg(
-        value=("value", "median"), spread=("value", lambda s: s.max() - s.min())
-    )
-    for key in keys:
-        out[key] = pd.to_numeric(out["params"].map(lambda p, k=key: report.param(p, k)), errors="coerce")
-    return out.sort_values(["case", *keys]).reset_index(drop=True)
-
-
 def _not_measured(frames: dict[str, pd.DataFrame], cases: list[str]) -> str:
     """The planned points of `cases` that were static or failed, with the reason (e.g. a refused cluster size)."""
     status = frames.get("status")
@@ -45,7 +29,7 @@ def _not_measured(frames: dict[str, pd.DataFrame], cases: list[str]) -> str:
 
 
 def _barrier(frames: dict[str, pd.DataFrame]) -> str:
-    data = _points(frames.get("raw"), list(BARRIERS), "latency", ["cluster"])
+    data = report.points(frames.get("raw"), list(BARRIERS), "latency", ["cluster"])
     if data.empty:
         return report.empty("no cluster barrier measurements") + _not_measured(frames, list(BARRIERS))
     data["barrier"] = data["case"].map(BARRIERS)
@@ -95,8 +79,8 @@ def bandwidth_ratio(streams: pd.DataFrame) -> pd.DataFrame:
 
 def _dsmem(frames: dict[str, pd.DataFrame]) -> str:
     raw = frames.get("raw")
-    latency = _points(raw, list(CHASES), "latency", ["cluster"])
-    streams = _points(raw, list(STREAMS), "bandwidth_per_sm", ["cluster"])
+    latency = report.points(raw, list(CHASES), "latency", ["cluster"])
+    streams = report.points(raw, list(STREAMS), "bandwidth_per_sm", ["cluster"])
     if latency.empty and streams.empty:
         return report.empty("no distributed shared memory measurements")
     out = ""
@@ -150,7 +134,7 @@ def pair_summary(pairs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _pingpong(frames: dict[str, pd.DataFrame]) -> str:
-    pairs = _points(frames.get("raw"), ["sm_pingpong"], "round_trip", ["sm_a", "sm_b"])
+    pairs = report.points(frames.get("raw"), ["sm_pingpong"], "round_trip", ["sm_a", "sm_b"])
     if pairs.empty:
         return report.empty("no SM-pair ping-pong measurements") + _not_measured(frames, ["sm_pingpong"])
     heat = (
@@ -200,7 +184,7 @@ def group_sizes(found: dict[int, list[int]]) -> str:
 
 def _placement(frames: dict[str, pd.DataFrame]) -> str:
     raw = frames.get("raw")
-    parts = [_points(raw, ["cluster_placement"], m, ["cluster"]).assign(metric=m) for m in PLACEMENT]
+    parts = [report.points(raw, ["cluster_placement"], m, ["cluster"]).assign(metric=m) for m in PLACEMENT]
     data = pd.concat(parts, ignore_index=True)
     if data.empty:
         return report.empty("no cluster placement measurements") + _not_measured(frames, ["cluster_placement"])

@@ -21,15 +21,8 @@ LINK_METRICS = ["cuda_peer_access", "cuda_native_atomics", "cuda_performance_ran
 
 def points(raw: pd.DataFrame | None, cases: list[str], metric: str, keys: list[str]) -> pd.DataFrame:
     """Median, spread and median SM clock per (case, params) of one metric, the named parameters as columns."""
-    if raw is None or raw.empty:
-        return pd.DataFrame(columns=["case", "params", "value", "spread", "clock_mhz", *keys])
-    rows = raw[raw["case"].isin(cases) & (raw["metric"] == metric)]
-    out = rows.groupby(["case", "params"], as_index=False).agg(
-        value=("value", "median"), spread=("value", lambda s: s.max() - s.min()), clock_mhz=("clock_mhz", "median")
-    )
-    for key in keys:
-        out[key] = out["params"].map(lambda p, k=key: report.param(p, k)).astype("Int64")
-    return out.sort_values(["case", *keys]).reset_index(drop=True)
+    out = report.points(raw, cases, metric, keys, clock_mhz=("clock_mhz", "median"))
+    return out.astype(dict.fromkeys(keys, "Int64"))
 
 
 def pair(a: object, b: object) -> str:

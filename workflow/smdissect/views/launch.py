@@ -18,22 +18,6 @@ GENERATIONS = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
 ENCODING = {1: 8 / 10, 2: 8 / 10, 3: 128 / 130, 4: 128 / 130, 5: 128 / 130, 6: 242 / 256}
 
 
-def _points(raw: pd.DataFrame | None, cases: list[str], metric: str, keys: list[str]) -> pd.DataFrame:
-    """Median and spread per (case, params) of one metric, with the named parameters as columns."""
-    none = pd.DataFrame(columns=["case", "params", "value", "spread", *keys])
-    if raw is None or raw.empty:
-        return none
-    rows = raw[raw["case"].isin(cases) & (raw["metric"] == metric)]
-    if rows.empty:
-        return none
-    out = rows.groupby(["case", "params"], as_index=False).agg(
-        value=("value", "median"), spread=("value", lambda s: s.max() - s.min())
-    )
-    for key in keys:
-        out[key] = pd.to_numeric(out["params"].map(lambda p, k=key: report.param(p, k)), errors="coerce")
-    return out.sort_values(["case", *keys]).reset_index(drop=True)
-
-
 def _stack(parts: list[pd.DataFrame]) -> pd.DataFrame:
     """The non-empty frames one under the other (the first, empty, when all are)."""
     filled = [p for p in parts if len(p)]
@@ -46,11 +30,10 @@ def grid_label(ctas: float) -> str:
 
 
 def _overhead(raw: pd.DataFrame | None) -> str:
-    parts = [
-        _points(raw, ["launch_round_trip"], "latency", ["ctas"]).assign(quantity="launch + synchronize round trip"),
-        _points(raw, ["launch_enqueue"], "enqueue", ["ctas"]).assign(quantity="cudaLaunchKernel call (enqueue)"),
-        _points(raw, ["launch_enqueue"], "completed", ["ctas"]).assign(quantity="per launch until 1000 have run"),
-    ]
+    quantities = [("launch_round_trip", "latency", "launch + synchronize round trip"),
+                  ("launch_enqueue", "enqueue", "cudaLaunchKernel call (enqueue)"),
+                  ("launch_enqueue", "completed", "per launch until 1000 have run")]  # fmt: skip
+    parts = [report.points(raw, [case], m, ["ctas"]).assign(quantity=q) for case, m, q in quantities]
     data = _stack(parts)
     if data.empty:
         return report.empty("no launch-overhead measurements")
@@ -66,7 +49,7 @@ def _overhead(raw: pd.DataFrame | None) -> str:
 
 def gaps(raw: pd.DataFrame | None, metric: str) -> pd.DataFrame:
     """One row per (grid, chain length), one column per launch mode: the median gap of `metric` in us."""
-    data = _points(raw, list(MODES), metric, ["ctas", "kernels"])
+    data = report.points(raw, list(MODES), metric, ["ctas", "kernels"])
     if data.empty:
         return pd.DataFrame()
     data["mode"] = data["case"].map(MODES)
@@ -81,7 +64,7 @@ def _gaps(raw: pd.DataFrame | None) -> str:
     dependent = gaps(raw, "dependent_gap")
     if dependent.empty:
         return report.empty("no kernel-to-kernel gap measurements")
-    data = _points(raw, list(MODES), "dependent_gap", ["ctas", "kernels"])
+    data = report.points(raw, list(MODES), "dependent_gap", ["ctas", "kernels"])
     data["mode"] = data["case"].map(MODES)
     data["grid"] = data["ctas"].map(grid_label)
     chart = (
@@ -98,8 +81,8 @@ def _gaps(raw: pd.DataFrame | None) -> str:
     if "serial" in dependent.columns:
         for mode in [m for m in MODES.values() if m != "serial" and m in dependent.columns]:
             dependent[f"{mode} saves (us)"] = dependent["serial"] - dependent[mode]
-    step = _points(raw, ["globaltimer_step"], "step", [])
-    interval = _points(raw, ["globaltimer_step"], "update_interval", [])
+    step = report.points(raw, ["globaltimer_step"], "step", [])
+    interval = report.points(raw, ["globaltimer_step"], "update_interval", [])
     resolution = (
         f"%globaltimer as read here: smallest step {step['value'].iloc[0]:.0f} ns, updated every "
         f"{interval['value'].iloc[0]:.0f} ns on average; each gap is a difference of two readings, and the mean "
@@ -130,7 +113,7 @@ def _gaps(raw: pd.DataFrame | None) -> str:
 def _clc(raw: pd.DataFrame | None) -> str:
     metrics = {"round_trip": "round trip (cycle)", "failed_round_trip": "failing round trip (cycle)",
                "canceled_share": "tiles run by cancel"}  # fmt: skip
-    data = _stack([_points(raw, ["clc_try_cancel"], m, ["ctas_per_sm"]).assign(metric=m) for m in metrics])
+    data = _stack([report.points(raw, ["clc_try_cancel"], m, ["ctas_per_sm"]).assign(metric=m) for m in metrics])
     if data.empty:
         return report.empty(
             "no cluster-launch-control measurements: clusterlaunchcontrol needs sm_100 or newer (a static row on "
@@ -156,7 +139,7 @@ def link_peak(speed_gts: float, lanes: float) -> tuple[float, float]:
 
 def _link(raw: pd.DataFrame | None) -> pd.DataFrame:
     """The link's measured attributes (one row), with its generation and peaks; empty when not read."""
-    values = {m: _points(raw, ["pcie_link"], m, [])["value"] for m in
+    values = {m: report.points(raw, ["pcie_link"], m, [])["value"] for m in
               ("link_speed", "link_width", "max_link_speed", "max_link_width")}  # fmt: skip
     if any(v.empty for v in values.values()):
         return pd.DataFrame()
@@ -171,7 +154,7 @@ def _link(raw: pd.DataFrame | None) -> pd.DataFrame:
 
 
 def _host_link(raw: pd.DataFrame | None) -> str:
-    data = _points(raw, list(DIRECTIONS), "bandwidth", ["size_kb"])
+    data = report.points(raw, list(DIRECTIONS), "bandwidth", ["size_kb"])
     if data.empty:
         return report.empty("no host-link measurements")
     data["direction"] = data["case"].map(DIRECTIONS)

@@ -20,19 +20,6 @@ LIBRARIES = ["memcpy_d2d", "torch_copy"]  # library copies measured in the same 
 FLAVOURS = ["default", "ca", "cg", "cs", "lu", "cv", "nc", "const"]
 
 
-def _points(raw: pd.DataFrame | None, cases: list[str], metric: str, keys: list[str]) -> pd.DataFrame:
-    """Median and spread per (case, params) of one metric, with the named parameters as columns."""
-    if raw is None or raw.empty:
-        return pd.DataFrame(columns=["case", "params", "value", "spread", *keys])
-    rows = raw[raw["case"].isin(cases) & (raw["metric"] == metric)]
-    out = rows.groupby(["case", "params"], as_index=False).agg(
-        value=("value", "median"), spread=("value", lambda s: s.max() - s.min())
-    )
-    for key in keys:
-        out[key] = pd.to_numeric(out["params"].map(lambda p, k=key: report.param(p, k)), errors="coerce")
-    return out.sort_values(["case", *keys]).reset_index(drop=True)
-
-
 def stride_label(stride: float) -> str:
     """'random' for the permutation chain (stride 0), else the stride in bytes."""
     return "random (128 B lines)" if stride == 0 else f"{int(stride)} B"
@@ -85,7 +72,7 @@ def regions(curve: pd.DataFrame) -> pd.Series:
 
 
 def _staircase(raw: pd.DataFrame | None) -> str:
-    data = _points(raw, ["chase"], "latency", ["footprint_kb", "stride_b"])
+    data = report.points(raw, ["chase"], "latency", ["footprint_kb", "stride_b"])
     if data.empty:
         return report.empty("no pointer-chase measurements")
     data["stride"] = data["stride_b"].map(stride_label)
@@ -135,7 +122,7 @@ def loads_per_sample(raw: pd.DataFrame, case: str) -> pd.Series:
 
 def _near_far(raw: pd.DataFrame | None) -> str:
     metrics = ["latency_near", "latency_far", "far_share"]
-    parts = [_points(raw, ["chase_near_far"], m, ["sm_slot", "footprint_kb"]).assign(metric=m) for m in metrics]
+    parts = [report.points(raw, ["chase_near_far"], m, ["sm_slot", "footprint_kb"]).assign(metric=m) for m in metrics]
     data = pd.concat(parts, ignore_index=True)
     if data.empty:
         return report.empty("no near/far measurements")
@@ -147,7 +134,7 @@ def _near_far(raw: pd.DataFrame | None) -> str:
 
 def _flavours(raw: pd.DataFrame | None) -> str:
     cases = [f"load_{f}" for f in FLAVOURS]
-    data = _points(raw, cases, "latency", ["footprint_kb"])
+    data = report.points(raw, cases, "latency", ["footprint_kb"])
     if data.empty:
         return report.empty("no load-flavour measurements")
     data["flavour"] = data["case"].str.removeprefix("load_")
@@ -164,7 +151,7 @@ def conflict_slope(data: pd.DataFrame) -> float:
 
 
 def _shared(raw: pd.DataFrame | None) -> str:
-    conflicts = _points(raw, ["smem_bank_conflict"], "latency", ["ways"])
+    conflicts = report.points(raw, ["smem_bank_conflict"], "latency", ["ways"])
     if conflicts.empty:
         return report.empty("no shared-memory measurements")
     chart = (
@@ -173,8 +160,8 @@ def _shared(raw: pd.DataFrame | None) -> str:
         .encode(x=alt.X("ways:Q", title="conflict degree (ways)"), y=alt.Y("value:Q", title="latency (cycle)"))
         .properties(width=480, height=260)
     )
-    widths = _points(raw, ["smem_latency", "smem_broadcast"], "latency", ["bits"])
-    capacity = _points(raw, ["smem_capacity"], "capacity_per_block", [])
+    widths = report.points(raw, ["smem_latency", "smem_broadcast"], "latency", ["bits"])
+    capacity = report.points(raw, ["smem_capacity"], "capacity_per_block", [])
     slope = report.empty(f"slope: {conflict_slope(conflicts):.2f} cycles per extra way (least squares)")
     tables = report.table(widths[["case", "bits", "value", "spread"]].rename(columns={"value": "latency (cycle)"}))
     if not capacity.empty:
@@ -192,7 +179,7 @@ def knee(data: pd.DataFrame) -> float:
 
 
 def _mlp(raw: pd.DataFrame | None) -> str:
-    data = _points(raw, ["mlp"], "latency", ["loads", "footprint_kb"])
+    data = report.points(raw, ["mlp"], "latency", ["loads", "footprint_kb"])
     if data.empty:
         return report.empty("no memory-level-parallelism measurements")
     data["footprint"] = data["footprint_kb"].map(lambda kb: f"{int(kb)} KB")
@@ -228,7 +215,7 @@ def datasheet(gpu: str) -> float:
 
 def _bandwidth(raw: pd.DataFrame | None) -> str:
     cases = ["dram_read", "dram_write", "dram_copy", "l2_read", *LIBRARIES]
-    data = _points(raw, cases, "bandwidth", ["ctas", "loads"])
+    data = report.points(raw, cases, "bandwidth", ["ctas", "loads"])
     if data.empty:
         return report.empty("no bandwidth measurements")
     data["bytes in flight"] = data["ctas"] * 256 * data["loads"] * 16
@@ -244,7 +231,7 @@ def _bandwidth(raw: pd.DataFrame | None) -> str:
         )
         .properties(width=220, height=220)
     )
-    fraction = _points(raw, cases, "fraction_of_peak", ["ctas", "loads"])
+    fraction = report.points(raw, cases, "fraction_of_peak", ["ctas", "loads"])
     best = data.loc[data.groupby("case")["value"].idxmax()].merge(
         fraction[["case", "params", "value"]].rename(columns={"value": "of attribute peak"}), how="left"
     )
@@ -257,7 +244,7 @@ def _bandwidth(raw: pd.DataFrame | None) -> str:
         "attribute peak: 2 x memory clock x bus width from the device attributes; datasheet: the published figure "
         f"for {gpu or 'this GPU'} where known ({', '.join(f'{k} {v:g} GB/s' for k, v in DATASHEET_GBS.items())})"
     )
-    onchip = _points(raw, ["l1_read", "smem_read"], "bandwidth_per_sm", [])
+    onchip = report.points(raw, ["l1_read", "smem_read"], "bandwidth_per_sm", [])
     columns = [
         "case",
         "params",
@@ -274,8 +261,8 @@ def _bandwidth(raw: pd.DataFrame | None) -> str:
 
 
 def _atomics(raw: pd.DataFrame | None) -> str:
-    lat = _points(raw, [c for c in _cases(raw, "atomic_") if c.endswith("_latency")], "latency", ["type"])
-    thr = _points(raw, [c for c in _cases(raw, "atomic_") if c.endswith("_throughput")], "throughput",
+    lat = report.points(raw, [c for c in _cases(raw, "atomic_") if c.endswith("_latency")], "latency", ["type"])
+    thr = report.points(raw, [c for c in _cases(raw, "atomic_") if c.endswith("_throughput")], "throughput",
                   ["type", "contention"])  # fmt: skip
     if lat.empty and thr.empty:
         return report.empty("no atomics measurements")
