@@ -108,7 +108,7 @@ def uuids_like(index: int = 0) -> list[str | None] | str:
     found = _driver()
     if isinstance(found, str):
         return found
-    gpus = [query(i) for i in range(found[1])]
+    gpus = all_gpus()
     if index >= len(gpus):
         raise SmdissectError(f"device {index} requested but only {len(gpus)} GPU(s) visible: set device in config")
     model = gpus[index]

@@ -219,13 +219,9 @@ def gpus_page(folders: list[Path], out: Path) -> None:
 
     rows = []
     for folder in folders:
-        raw = [tables.read("raw", p) for p in sorted(folder.rglob("raw.parquet"))]
-        status = [tables.read("status", p) for p in sorted(folder.rglob("status.parquet"))]
-        first = next((r.iloc[0] for r in raw if len(r)), None)
-        counts = pd.concat(status)["status"].value_counts() if status else pd.Series(dtype=int)
-        rows.append({"folder": folder.name, "gpu": first["gpu"] if first is not None else "",
-                     "gpu_uuid": first["gpu_uuid"] if first is not None else "",
-                     "arch": first["arch"] if first is not None else "",
+        who = raw_provenance(tables.read("raw", sorted(folder.rglob("raw.parquet"))))
+        counts = tables.read("status", sorted(folder.rglob("status.parquet")))["status"].value_counts()
+        rows.append({"folder": folder.name, **{k: who.get(k, "") for k in ("gpu", "gpu_uuid", "arch")},
                      **{s: int(counts.get(s, 0)) for s in ("measured", "static", "failed")}})  # fmt: skip
     report.render_gpus(out, pd.DataFrame(rows), [f.name for f in folders])
 
