@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from .device import throttle_names
-from .run import SLOWDOWNS
+from .run import slowdowns
 
 IDLE = "power_idle"
 PRECISIONS = {
@@ -29,7 +29,7 @@ FIT_COLUMNS = ["precision", "samples", "n", "intercept_w", "slope_w_per_sm", "r2
 def slowdown(mask: int) -> bool:
     """Whether an NVML clock event reason mask holds a reason that lowers the clocks under load (power cap, thermal
     or hardware slowdown, board limit): such a sample sits below the line of the unthrottled ones."""
-    return bool(set(throttle_names(mask).split(",")) & SLOWDOWNS)
+    return bool(slowdowns(throttle_names(mask)))
 
 
 def points(raw: pd.DataFrame | None) -> pd.DataFrame:

@@ -24,6 +24,11 @@ SLOWDOWNS = {"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_s
              "board_limit", "reliability"}  # fmt: skip
 
 
+def slowdowns(reasons: str) -> list[str]:
+    """The reasons of a comma-separated list of NVML throttle reason names that held the clocks down (SLOWDOWNS)."""
+    return [r for r in reasons.split(",") if r in SLOWDOWNS]
+
+
 @dataclass
 class Outcome:
     """What running a family produced: the records, and the fate of each planned point."""
@@ -168,7 +173,7 @@ def gpu_state(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
         drift = abs(cols[f"{clock}_clock_after_mhz"] - cols[f"{clock}_clock_before_mhz"])
         if drift > CLOCK_DRIFT_MHZ and not idle:
             flags.append(f"{clock} clock moved {drift:.0f} MHz during the job")
-    slowed = sorted({r for s in (before, after) for r in str(s.get("throttle", "")).split(",") if r in SLOWDOWNS})
+    slowed = sorted({r for s in (before, after) for r in slowdowns(str(s.get("throttle", "")))})
     if slowed:
         flags.append(f"clocks held down by {', '.join(slowed)}")
     if cols["other_processes"]:
