@@ -17,22 +17,11 @@ DTYPES = {0: "bf16", 1: "f16"}
 POINT = ["head_dim", "ctas_per_sm"]
 
 
-def _medians(raw: pd.DataFrame | None, cases: list[str], metric: str, keys: list[str]) -> pd.DataFrame:
-    """Median per (case, params) of one metric, with the named parameters as integer columns."""
-    if raw is None or raw.empty:
-        return pd.DataFrame(columns=["case", "params", "value", *keys])
-    rows = raw[raw["case"].isin(cases) & (raw["metric"] == metric)]
-    out = rows.groupby(["case", "params"], as_index=False).agg(value=("value", "median"))
-    for key in keys:
-        out[key] = out["params"].map(lambda p, k=key: report.param(p, k))
-    return out
-
-
 def decomposition(raw: pd.DataFrame | None) -> pd.DataFrame:
     """Per (head_dim, ctas_per_sm): cycles per tile of each variant and the shares derived from them (in %):
     softmax (full - no_softmax), tensor core (full - no_qk_no_pv; and the sum of the QK and PV stages'
     removals), the cost of a second softmax or QK stage; the share cases' own alternating measurements beside."""
-    tiles = _medians(raw, [f"tile_{v}" for v in VARIANTS], "cycles_per_tile", POINT)
+    tiles = report.points(raw, [f"tile_{v}" for v in VARIANTS], "cycles_per_tile", POINT)
     if tiles.empty:
         return pd.DataFrame()
     tiles["variant"] = tiles["case"].str.removeprefix("tile_")
@@ -48,7 +37,7 @@ def decomposition(raw: pd.DataFrame | None) -> pd.DataFrame:
     out["2nd QK adds (%)"] = 100 * (table["double_qk"] - full) / full
     for case, column in (("softmax_share", "softmax share, alternating (%)"),
                          ("tensor_share", "tensor share, alternating (%)")):  # fmt: skip
-        shares = _medians(raw, [case], case, POINT)
+        shares = report.points(raw, [case], case, POINT)
         out[column] = shares.set_index(POINT)["value"].reindex(out.index) if len(shares) else math.nan
     return out.reset_index()
 
@@ -92,7 +81,7 @@ def _decomposition_section(raw: pd.DataFrame | None) -> str:
 def throughput(raw: pd.DataFrame | None) -> pd.DataFrame:
     """Whole-kernel TFLOPS of the flash kernel and of torch SDPA per shape, with their ratio."""
     keys = ["bh", "seqlen", "head_dim", "dtype"]
-    data = _medians(raw, ["flash_tflops", "torch_sdpa"], "tflops", keys)
+    data = report.points(raw, ["flash_tflops", "torch_sdpa"], "tflops", keys)
     if data.empty:
         return pd.DataFrame()
     table = data.pivot_table(index=keys, columns="case", values="value").reindex(columns=["flash_tflops", "torch_sdpa"])
