@@ -12,7 +12,7 @@ from test_workflow import copy_workflow, snakemake
 # where every job fails at once, so snakemake submits, polls once and stops.
 FAKE_SLURM = """#!/bin/sh
 tool=$(basename "$0")
-printf '%s\\0' "$tool" "$@" >> "$FAKE_SLURM_LOG"; printf '\\n' >> "$FAKE_SLURM_LOG"
+printf '%s\\0' "$tool" "$@" > "$(mktemp "$FAKE_SLURM_LOG/call.XXXXXX")"
 case "$tool" in
   sbatch) echo 4242 ;;
   sacct) case "$*" in *JobIdRaw*) echo "4242|FAILED" ;; *Account*) echo smd_account ;; esac ;;
@@ -41,13 +41,14 @@ def sbatch_calls(workdir: Path, fake: Path, targets: list[str], env: pytest.Monk
     (fake / "slurm").chmod(0o755)
     for tool in SLURM_TOOLS:
         (fake / tool).symlink_to("slurm")
-    log = fake / "calls"
+    log = fake / "calls"  # one file per call: concurrent calls (sbatch beside sacct) cannot interleave records
+    log.mkdir()
     env.setenv("FAKE_SLURM_LOG", str(log))
     env.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
     proc = snakemake(workdir, "--workflow-profile", "profiles/slurm", "--slurm-init-seconds-before-status-checks", "1",
                      *targets)  # fmt: skip
     assert "SLURM status is: 'FAILED'" in proc.stdout + proc.stderr, proc.stderr[-3000:]
-    calls = [line.split("\0")[:-1] for line in log.read_text().splitlines()]
+    calls = [call.read_text().split("\0")[:-1] for call in sorted(log.iterdir())]
     return [c[1:] for c in calls if c[0] == "sbatch"]
 
 
