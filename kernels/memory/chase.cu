@@ -1,19 +1,88 @@
 // Pointer-chase latency: the staircase over footprint x stride (stride_b 0 = random permutation of
 // 128 B lines), and the per-load latency distribution of an L2-resident footprint seen from chosen SMs
 // (two clusters: the near and the far L2 partition).
-#include <algorithm>
-#include <array>
-
 #include "memory.cuh"
 
 constexpr long kNearFarSteps = 16384;  // chased steps per phase of the near/far case (L2-resident)
-constexpr int kHist = 1024;            // individually timed loads of the near/far case
+constexpr int kHist = 4096;            // individually timed loads of the near/far case
 constexpr int kSmSlots = 16;           // sm_slot s runs on SM s * SMs / 16
+using NearFarLoad = LoadCg;            // L2 only: no load of the near/far case can hit the L1
 
+// Lane l of the kernel's one warp reads slots r + l + 32 d (d < 64) of each round r of 2048 slots, through the L2
+// only (ld.global.cg: no line of the footprint is left in the L1; the slot's low word is enough to fetch its
+// sector); the round's XOR waits for its loads before the next round issues. One warp issues in program order, so
+// every slot reaches the L2 in address order (to within a round) each time, and a footprint larger than the L2
+// leaves the same lines resident, where a CTA's racing warps (mem::warm_pass) leave a different set each launch.
+__device__ __forceinline__ void ordered_warm(const uint64_t* warm, long slots, long stride, uint64_t* sink) {
+  constexpr int kDepth = 64;
+  const long lane_step = 32 * stride * long(sizeof(uint64_t));  // bytes from one of a lane's slots to its next
+  uint32_t acc = 0;
+#pragma unroll 1
+  for (long round = 0; round < slots; round += 32 * kDepth) {
+    uint64_t at = reinterpret_cast<uint64_t>(warm + (round + threadIdx.x) * stride);
+    const long left = slots - round - threadIdx.x;  // slots from this lane's first to the chain's end
+    uint32_t v[kDepth];
+#pragma unroll
+    for (int d = 0; d < kDepth; ++d) {
+      v[d] = 0;
+      if (32 * d < left)  // one address register, stepped in place: the 64 loads need no 64 addresses
+        asm volatile("ld.global.cg.u32 %0, [%1];\n\tadd.s64 %1, %1, %2;" : "=r"(v[d]), "+l"(at) : "l"(lane_step));
+    }
+#pragma unroll
+    for (int d = 0; d < kDepth; ++d) acc ^= v[d];
+  }
+  if (acc == 0x9e3779b9u) sink[mem::kMaxChains] = acc;
+}
+
+// One warp, `windows` times: its ordered read of every slot (none where warm_slots is 0), then lane 0 chases from
+// cursor w for warm_steps (untimed), n and 2n steps while the other lanes wait (no other warp stalls on a barrier
+// meanwhile). The clocks written are sums over the windows (c0 = 0, c1 = the n-step phases, c2 - c1 = the 2n-step
+// phases, ns2 = their nanoseconds).
+__global__ void __launch_bounds__(32, 1) staircase_kernel(mem::ChaseArgs a, int windows) {
+  mem::Slope sum{0, 0, 0, 0, 0, 0};
+#pragma unroll 1
+  for (int w = 0; w < windows; ++w) {
+    ordered_warm(a.warm, a.warm_slots, a.warm_stride, a.cursors);
+    if (threadIdx.x == 0) {
+      uint64_t p[1] = {a.cursors[w]};
+      mem::chase<LoadCa, 1>(p, a.warm_steps);
+      const unsigned long long ns0 = smd::clock_ns();
+      const long long c0 = smd::clock_cycles();
+      mem::chase<LoadCa, 1>(p, a.steps);
+      const long long c1 = smd::clock_cycles();
+      mem::chase<LoadCa, 1>(p, 2 * a.steps);
+      const long long c2 = smd::clock_cycles();
+      sum.ns2 += smd::clock_ns() - ns0;
+      sum.c1 += c1 - c0, sum.c2 += c2 - c0;
+      a.cursors[w] = p[0];
+    }
+    __syncwarp();
+  }
+  if (threadIdx.x == 0) {
+    sum.smid = smd::sm_id();
+    *a.out = sum;
+  }
+}
+
+// One staircase point: whole cycles of a short chain, or mem::kWindows windows of a long one (mem::staircase_plan).
 void run_chase(const std::string& id, const std::map<std::string, long>& point, int repeats) {
   const auto& c = mem::chain_for(smd::param(point, "footprint_kb"), smd::param(point, "stride_b"));
-  const long steps = mem::min_steps(c.bytes, mem::sizes().l2_bytes, mem::kChaseSteps);
-  mem::measure_chase<LoadCa, 1>(id, point, repeats, mem::chase_args(c, 1, steps), c.address(0), c.bytes);
+  const mem::Windows plan =
+      mem::staircase_plan(c.slots, mem::min_steps(c.bytes, mem::sizes().l2_bytes, mem::kChaseSteps));
+  mem::ChaseArgs a{};
+  a.warm = c.buf;
+  a.warm_slots = plan.warm_pass ? c.slots : 0;
+  a.warm_stride = c.slot / 8;
+  const auto starts = c.starts(plan.windows);
+  std::copy(starts.begin(), starts.end(), a.start);
+  a.steps = int(plan.steps), a.warm_steps = int(plan.warm_steps);
+  mem::ChaseScratch scratch;
+  a.out = scratch.out, a.cursors = scratch.cursors;
+  mem::measure_launches(id, point, repeats, plan.steps * plan.windows, [&] {
+    SMD_CHECK(cudaMemcpy(a.cursors, a.start, plan.windows * sizeof(uint64_t), cudaMemcpyHostToDevice));
+    staircase_kernel<<<1, 32>>>(a, plan.windows);
+    return mem::chase_result(scratch, plan.windows, c.address(0), c.bytes);
+  });
 }
 
 // The first CTA on the target SM warms the footprint; its thread 0 times kHist loads one by one (the
@@ -28,40 +97,25 @@ __global__ void near_far_kernel(unsigned target_sm, int* claimed, unsigned* dt, 
   if (threadIdx.x != 0) return;
   uint64_t p[1] = {a.start[0]};
   const uint32_t slot = uint32_t(__cvta_generic_to_shared(&seen));
-  mem::chase<LoadCa, 1>(p, a.warm_steps);
+  mem::chase<NearFarLoad, 1>(p, a.warm_steps);
 #pragma unroll 1
   for (int k = 0; k < kHist; ++k) {
     const long long t0 = smd::clock_cycles();
-    p[0] = LoadCa::next(p[0]);
+    p[0] = NearFarLoad::next(p[0]);
     asm volatile("st.shared.u32 [%0], %1;" ::"r"(slot), "r"(uint32_t(p[0])) : "memory");  // waits for the load
     dt[k] = unsigned(smd::clock_cycles() - t0);
   }
   mem::Slope s;
   s.ns0 = smd::clock_ns();
   s.c0 = smd::clock_cycles();
-  mem::chase<LoadCa, 1>(p, a.steps);
+  mem::chase<NearFarLoad, 1>(p, a.steps);
   s.c1 = smd::clock_cycles();
-  mem::chase<LoadCa, 1>(p, 2 * a.steps);
+  mem::chase<NearFarLoad, 1>(p, 2 * a.steps);
   s.c2 = smd::clock_cycles();
   s.ns2 = smd::clock_ns();
   s.smid = smd::sm_id();
   *a.out = s;
   a.cursors[0] = p[0];
-}
-
-// Split per-load latencies into two clusters (2-means on one axis): {near mean, far mean, far share}.
-std::array<double, 3> two_means(const std::vector<double>& xs) {
-  auto [lo, hi] = std::minmax_element(xs.begin(), xs.end());
-  double a = *lo, b = *hi, share = 0;
-  for (int it = 0; it < 64; ++it) {
-    const double cut = 0.5 * (a + b);
-    double sa = 0, sb = 0;
-    long na = 0, nb = 0;
-    for (double x : xs) (x <= cut ? (sa += x, ++na) : (sb += x, ++nb));
-    a = na ? sa / na : a, b = nb ? sb / nb : a;
-    share = double(nb) / xs.size();
-  }
-  return {a, b, share};
 }
 
 void run_near_far(const std::string& id, const std::map<std::string, long>& point, int repeats) {
@@ -77,8 +131,10 @@ void run_near_far(const std::string& id, const std::map<std::string, long>& poin
   unsigned* dt_d;
   SMD_CHECK(cudaMalloc(&claimed_d, sizeof(int)));
   SMD_CHECK(cudaMalloc(&dt_d, kHist * sizeof(unsigned)));
+  const std::unique_ptr<int, cudaError_t (*)(void*)> free_claimed(claimed_d, cudaFree);
+  const std::unique_ptr<unsigned, cudaError_t (*)(void*)> free_dt(dt_d, cudaFree);
   smd::Record near{id, point, "latency_near", "cycle"}, far{id, point, "latency_far", "cycle"},
-      share{id, point, "far_share", "fraction"};
+      share{id, point, "far_share", "fraction"}, outliers{id, point, "outlier_share", "fraction"};
   std::vector<double> cycles, clock;
   auto launch = [&] {
     near_far_kernel<<<2 * sz.sms, 1024>>>(target, claimed_d, dt_d, a);
@@ -104,22 +160,18 @@ void run_near_far(const std::string& id, const std::map<std::string, long>& poin
     SMD_CHECK(cudaMemcpy(&end, scratch.cursors, sizeof(end), cudaMemcpyDeviceToHost));
     if (s.smid != target) smd::fail("near/far CTA ran on the wrong SM");
     if (end < c.address(0) || end >= c.address(0) + uint64_t(c.bytes)) smd::fail("near/far chase left its footprint");
-    if (const std::string why = mem::phase_mismatch(s); !why.empty()) smd::fail(why);
+    if (const std::string why = mem::phase_mismatch(s); !why.empty()) {
+      std::fprintf(stderr, "%s %s: %s\n", id.c_str(), smd::params_json(point).c_str(), why.c_str());
+      return;
+    }
     if (r < 0) continue;
-    // Each individually timed load also holds a shared store and two clock reads: that overhead is
-    // the mean of the one-by-one timings minus the mean latency of the 3n chased loads of the same launch.
-    const double chased = mem::mean_step(s, a.steps);
-    double mean = 0;
-    for (unsigned d : dt) mean += d / double(kHist);
-    std::vector<double> corrected;
-    for (unsigned d : dt) corrected.push_back(d - (mean - chased));
-    const auto [n, f, sh] = two_means(corrected);
-    near.samples.push_back(n), far.samples.push_back(f), share.samples.push_back(sh);
+    const std::vector<double> loads(dt.begin(), dt.end());
+    const mem::NearFar split = mem::split_near_far(loads, mem::mean_step(s, a.steps));
+    near.samples.push_back(split.near), far.samples.push_back(split.far);
+    share.samples.push_back(split.far_share), outliers.samples.push_back(split.outlier_share);
     cycles.push_back(double(s.c2 - s.c0)), clock.push_back(mem::mhz(s));
   }
-  SMD_CHECK(cudaFree(claimed_d));
-  SMD_CHECK(cudaFree(dt_d));
-  for (smd::Record* rec : {&near, &far, &share}) {
+  for (smd::Record* rec : {&near, &far, &share, &outliers}) {
     rec->cycles = smd::median(cycles), rec->clock_mhz = smd::median(clock), rec->iterations = kHist;
     rec->smid = int(target);
     smd::emit(*rec);
@@ -129,8 +181,7 @@ void run_near_far(const std::string& id, const std::map<std::string, long>& poin
 int main(int argc, char** argv) {
   return smd::family_main(
       argc, argv,
-      {{"chase", [] { return std::vector{mem::kernel("chase_kernel<LoadCa,1>", 32, mem::kChaseSteps.near)}; },
-        run_chase},
+      {{"chase", [] { return std::vector{mem::kernel("staircase_kernel", 32, mem::kChaseSteps.near)}; }, run_chase},
        {"chase_near_far", [] { return std::vector{mem::kernel("near_far_kernel", 32, kNearFarSteps)}; },
         run_near_far}});
 }

@@ -1,11 +1,14 @@
 // Shared pieces of the memory category: device sizes, pointer chains, load flavours and the
 // pointer-chase kernel (N independent chains, two segment lengths whose difference is the latency).
 #pragma once
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <numeric>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "../common/harness.cuh"
 #include "../common/slope.cuh"
@@ -246,51 +249,64 @@ struct ChaseScratch {
   }
 };
 
-// One launch of chase_kernel<Load, N> from a.start: its clocks, after checking every final cursor lies in
+// The clocks of the chase launch just enqueued, after checking each of its `n` final cursors lies in
 // [base, base + bytes) (a broken chain fails here with one line).
-template <class Load, int N>
-Slope launch_chase(ChaseArgs a, const ChaseScratch& scratch, uint64_t base, long bytes) {
-  a.out = scratch.out, a.cursors = scratch.cursors;
-  SMD_CHECK(cudaMemcpy(a.cursors, a.start, N * sizeof(uint64_t), cudaMemcpyHostToDevice));
-  chase_kernel<Load, N><<<1, chase_threads<N>()>>>(a);
+inline Slope chase_result(const ChaseScratch& scratch, int n, uint64_t base, long bytes) {
   SMD_CHECK(cudaGetLastError());
   SMD_CHECK(cudaDeviceSynchronize());
   Slope s;
-  uint64_t cursors[N];
+  std::vector<uint64_t> cursors(n);
   SMD_CHECK(cudaMemcpy(&s, scratch.out, sizeof(Slope), cudaMemcpyDeviceToHost));
-  SMD_CHECK(cudaMemcpy(cursors, scratch.cursors, sizeof(cursors), cudaMemcpyDeviceToHost));
+  SMD_CHECK(cudaMemcpy(cursors.data(), scratch.cursors, n * sizeof(uint64_t), cudaMemcpyDeviceToHost));
   for (uint64_t c : cursors)
     if (c < base || c >= base + uint64_t(bytes)) smd::fail("pointer chase left its footprint: the chain is broken");
   if (s.c2 <= s.c1 || s.c1 <= s.c0) smd::fail("pointer chase clocks are not increasing");
   return s;
 }
 
-// Time `repeats` NVTX-wrapped launches (after one untimed launch) and emit cycles per step; a point whose
-// phases disagree emits no record (one stderr line says why), so the run lists it as failed, not as a number.
+// One launch of chase_kernel<Load, N> from a.start: its clocks (chase_result).
 template <class Load, int N>
-void measure_chase(const std::string& id, const std::map<std::string, long>& point, int repeats, ChaseArgs a,
-                   uint64_t base, long bytes) {
-  ChaseScratch scratch;
-  launch_chase<Load, N>(a, scratch, base, bytes);
+Slope launch_chase(ChaseArgs a, const ChaseScratch& scratch, uint64_t base, long bytes) {
+  a.out = scratch.out, a.cursors = scratch.cursors;
+  SMD_CHECK(cudaMemcpy(a.cursors, a.start, N * sizeof(uint64_t), cudaMemcpyHostToDevice));
+  chase_kernel<Load, N><<<1, chase_threads<N>()>>>(a);
+  return chase_result(scratch, N, base, bytes);
+}
+
+// Time `repeats` NVTX-wrapped launches (after one untimed launch) and emit cycles per step: `launch()` runs one
+// and returns its clocks, `steps` is n (a sample averages 3n loads). A point whose phases disagree emits no record
+// (one stderr line says why), so the run lists it as failed, not as a number.
+template <class Launch>
+void measure_launches(const std::string& id, const std::map<std::string, long>& point, int repeats, long steps,
+                      Launch&& launch) {
+  launch();
   smd::Record rec{id, point, "latency", "cycle"};
   std::vector<double> cycles, clock;
   for (int r = 0; r < repeats; ++r) {
     Slope s;
     {
       smd::NvtxRange range(smd::range_name(id, point, "timed"));
-      s = launch_chase<Load, N>(a, scratch, base, bytes);
+      s = launch();
     }
     if (const std::string why = phase_mismatch(s); !why.empty()) {
       std::fprintf(stderr, "%s %s: %s\n", id.c_str(), smd::params_json(point).c_str(), why.c_str());
       return;
     }
-    rec.samples.push_back(mean_step(s, a.steps));
+    rec.samples.push_back(mean_step(s, steps));
     cycles.push_back(double(s.c2 - s.c0));
     clock.push_back(mhz(s));
     rec.smid = int(s.smid);
   }
-  rec.cycles = smd::median(cycles), rec.clock_mhz = smd::median(clock), rec.iterations = a.steps;
+  rec.cycles = smd::median(cycles), rec.clock_mhz = smd::median(clock), rec.iterations = steps;
   smd::emit(rec);
+}
+
+// measure_launches of chase_kernel<Load, N> with arguments `a`.
+template <class Load, int N>
+void measure_chase(const std::string& id, const std::map<std::string, long>& point, int repeats, ChaseArgs a,
+                   uint64_t base, long bytes) {
+  ChaseScratch scratch;
+  measure_launches(id, point, repeats, a.steps, [&] { return launch_chase<Load, N>(a, scratch, base, bytes); });
 }
 
 // Timed steps per phase (a sample averages 3n dependent loads per chain) of a family: `near` for a footprint
@@ -343,6 +359,59 @@ inline ChaseArgs chase_args(const Chain& c, int n, long min_steps) {
   a.steps = int(p.steps);
   a.warm_steps = int(p.warm_steps);
   return a;
+}
+
+// The staircase (chase.cu) walks a chain in plan()'s whole cycles where plan() does. A longer chain is timed in
+// kWindows windows from fixed cursors spread evenly along it, each right after one warp's in-order read of every
+// slot and kWindowWarm untimed steps, with n / kWindows timed steps per phase: a sample still averages 3n loads,
+// and every sample walks the same lines from the same cache state (see staircase_kernel).
+constexpr int kWindows = 8;
+constexpr long kWindowWarm = 512;
+static_assert(kWindows <= kMaxChains, "a window's cursor is one of ChaseArgs' start cursors");
+
+// How the staircase chases one chain: per window n timed steps per phase and warm untimed steps before them.
+struct Windows {
+  long steps, warm_steps;
+  int windows;
+  bool warm_pass;
+};
+
+inline Windows staircase_plan(long slots, long min_steps) {
+  const Plan p = plan(slots, min_steps);
+  if (!p.warm_pass) return {p.steps, p.warm_steps, 1, false};
+  return {min_steps / kWindows, kWindowWarm, kWindows, true};
+}
+
+// Per-load latencies of chase_near_far split into the two L2 partitions. The timed loads' fixed overhead (two
+// clock reads and a shared store) is their in-band mean minus `chased`, the mean latency of the same launch's
+// chased loads.
+struct NearFar {
+  double near, far, far_share, outlier_share;
+};
+constexpr double kL2Band = 0.25;  // a load within 25% of the median is an L2 hit; beyond: DRAM or a TLB miss
+
+// Loads outside kL2Band of the median are dropped (outlier_share); the rest are split at the cut that leaves
+// the least variance within the two clusters (exact 2-means on one axis), whatever other modes the tails hold.
+inline NearFar split_near_far(std::vector<double> dt, double chased) {
+  std::sort(dt.begin(), dt.end());
+  const double median = dt[dt.size() / 2];
+  std::vector<double> band;
+  for (double x : dt)
+    if (std::abs(x - median) <= kL2Band * median) band.push_back(x);
+  const long n = long(band.size());
+  std::vector<double> prefix(n + 1, 0.0);
+  for (long i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + band[i];
+  const double overhead = prefix[n] / n - chased;
+  long cut = n;  // band[0, cut) is near; no cut (one cluster) where all values are equal
+  double best = 0;
+  for (long i = 1; i < n; ++i) {
+    const double lo = prefix[i] / i, hi = (prefix[n] - prefix[i]) / (n - i);
+    const double between = double(i) * double(n - i) * (hi - lo) * (hi - lo);
+    if (between > best) best = between, cut = i;
+  }
+  const double near = prefix[cut] / cut - overhead;
+  const double far = cut < n ? (prefix[n] - prefix[cut]) / (n - cut) - overhead : near;
+  return {near, far, double(n - cut) / n, 1.0 - double(n) / dt.size()};
 }
 
 // --list entry of one kernel with no swept template parameter.

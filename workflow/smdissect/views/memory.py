@@ -18,6 +18,8 @@ DATASHEET_GBS = {"H200": 4800.0, "H100": 3350.0}  # published DRAM bandwidth, by
 TYPES = {0: "u32", 1: "u64", 2: "f32", 3: "f64"}
 LIBRARIES = ["memcpy_d2d", "torch_copy"]  # library copies measured in the same run: the references
 FLAVOURS = ["default", "ca", "cg", "cs", "lu", "cv", "nc", "const"]
+NEAR_FAR = ["latency_near", "latency_far", "far_share", "outlier_share"]  # chase_near_far's metrics
+L2_BAND = 0.25  # chase_near_far keeps loads within this share of the median (memory.cuh kL2Band)
 
 
 def stride_label(stride: float) -> str:
@@ -94,14 +96,22 @@ def _staircase(raw: pd.DataFrame | None) -> str:
     rows = data.assign(
         loads=data["params"].map(loads_per_sample(raw, "chase")),
         pages_2mb=np.ceil(data["footprint_kb"] / PAGE_KB).astype(int),
-        tlb="warmed: every slot read before the timed steps (untimed whole cycles of the chase, or a read by the "
-        "whole CTA where the chain is too long to walk)",
+        tlb="warmed: every slot read before the timed steps (untimed whole cycles of the chase, or, where the chain "
+        "is too long to walk, one warp's read of every slot before each window)",
     )[["footprint_kb", "stride", "region", "value", "spread", "loads", "pages_2mb", "tlb"]]
     note = report.empty(
         f"levels detected from the data: a new level starts where latency exceeds the running plateau by "
         f"{JUMP - 1:.0%}; its capacity is the last footprint before the jump (the next sweep point bounds it). "
         f"Levels need two points; a footprint off every level by more than {NEAR:.0%} is a transition: it "
-        f"straddles a cache's capacity, so its latency mixes hits and misses and varies more between runs"
+        "straddles a cache's capacity, so its latency mixes hits and misses"
+    ) + report.empty(
+        "a chain too long to walk in whole cycles (the L2 level and beyond) is timed in windows from fixed cursors "
+        "spread evenly along it, each right after one warp read every slot in address order (in program order, so "
+        "the same lines reach the cache in the same order each time): "
+        "every sample times the same lines after the same read of the footprint. A transition row is the mean "
+        "latency of those lines where the footprint exceeds what the cache keeps of it: its share of hits is set by "
+        "which lines the cache's replacement keeps, which no kernel controls, so what spread remains in a "
+        "transition row is that share varying from run to run (physical); on a plateau the spread is timing noise"
     )
     return (
         report.svg(chart)
@@ -121,15 +131,23 @@ def loads_per_sample(raw: pd.DataFrame, case: str) -> pd.Series:
 
 
 def _near_far(raw: pd.DataFrame | None) -> str:
-    metrics = ["latency_near", "latency_far", "far_share"]
-    parts = [report.points(raw, ["chase_near_far"], m, ["sm_slot", "footprint_kb"]).assign(metric=m) for m in metrics]
+    parts = [report.points(raw, ["chase_near_far"], m, ["sm_slot", "footprint_kb"]).assign(metric=m) for m in NEAR_FAR]
     data = pd.concat(parts, ignore_index=True)
     if data.empty:
         return report.empty("no near/far measurements")
-    table = data.pivot_table(index=["params", "footprint_kb", "sm_slot"], columns="metric", values="value")
-    table = table.reset_index()
+    keys = ["params", "footprint_kb", "sm_slot"]
+    table = data.pivot_table(index=keys, columns="metric", values="value").reindex(columns=NEAR_FAR)
+    latencies = data[data["metric"].isin(NEAR_FAR[:2])]
+    table = table.join(latencies.groupby(keys)["spread"].max().rename("largest spread (cycle)")).reset_index()
     table["smid"] = table["params"].map(raw[raw["case"] == "chase_near_far"].groupby("params")["smid"].first())
-    return report.table(table.drop(columns="params")[["footprint_kb", "sm_slot", "smid", *metrics]])
+    note = report.empty(
+        "each load is timed alone (ld.global.cg: through the L2 only, so none hits the L1), the same lines from the "
+        f"same cursor in every sample; loads beyond {L2_BAND:.0%} of the median (DRAM or TLB misses) are dropped "
+        "(outlier share), the rest split where the variance within the two clusters is least: latency near and far "
+        "are the clusters' means less the timing overhead, far share the upper cluster's part of the kept loads"
+    )
+    columns = ["footprint_kb", "sm_slot", "smid", *NEAR_FAR, "largest spread (cycle)"]
+    return note + report.table(table[columns])
 
 
 def _flavours(raw: pd.DataFrame | None) -> str:
