@@ -1,9 +1,10 @@
 // Issue cost of the synchronisation around async copies: clock64 around n and 2n loop bodies of kUnroll
 // back-to-back ops of lane 0 of one warp; the cost is
-// the slope per op, so clock reads and loop overhead cancel.
-#include <memory>
+// the slope per op, so clock reads and loop overhead cancel. elect.sync is timed as a dependent loop step against
+// the same step without it (elect_kernel below).
 #include <type_traits>
 
+#include "../common/slope.cuh"
 #include "async.cuh"
 
 constexpr int kUnroll = 32;
@@ -104,7 +105,7 @@ void run_cost(const std::string& id, const std::map<std::string, long>& point, i
   const long ops = long(kIters) * kUnroll;
   for (int r = -1; r < repeats; ++r) {
     {
-      std::unique_ptr<smd::NvtxRange> range(r < 0 ? nullptr : new smd::NvtxRange(smd::range_name(id, point, "timed")));
+      smd::NvtxRange range(smd::range_name(id, point, "timed"), r >= 0);
       cost_kernel<Op><<<1, 32>>>(gmap, out);
       SMD_CHECK(cudaGetLastError());
       SMD_CHECK(cudaDeviceSynchronize());
@@ -126,6 +127,127 @@ void run_cost(const std::string& id, const std::map<std::string, long>& point, i
   smd::emit(rec);
 }
 
+// elect.sync compiles to ELECT, which reads no operand: the membermask only promises that every executing thread is
+// in it (ptxas drops a warp-uniform mask and guards a varying one with WARPSYNC), so a chain through the mask never
+// reaches ELECT, and ptxas keeps one ELECT per basic block (2 of 32 unrolled ones survived). Each step is therefore
+// one loop iteration whose exit test waits on that step's lane id: ELECT, its move to a register, SHF, LOP3 into the
+// counter, IADD, ISETP, BRA; the next ELECT issues only once that branch resolves. The control loop runs the same
+// step without the ELECT (its SHF shifts the counter instead); step minus control is what elect.sync adds. Both
+// loops keep the counter in vector registers: the ELECT loop because its lane id is moved to one, the control loop
+// because its shift (31, as the ELECT loop's) is loaded per lane (with a kernel argument, sm_120a ran one control loop
+// on the uniform datapath; a per-lane shift in the ELECT loop makes ptxas guard each ELECT against divergence).
+constexpr uint32_t kElectSteps = 2048;  // loop steps of the short phase; the long one runs 2 x kElectSteps
+
+template <bool Elect>
+__device__ __forceinline__ uint32_t elect_steps(uint32_t shift, uint32_t n) {
+  uint32_t i = 0;
+#pragma unroll 1
+  for (; i < n; ++i) {
+    uint32_t t;  // a lane id, or the counter (< 2^31), shifted right by 31: 0 at run time, unknown to ptxas
+    if constexpr (Elect)
+      asm volatile("{\n\t.reg .pred p;\n\telect.sync %0|p, 0xffffffff;\n\tshr.b32 %0, %0, %1;\n\t}"
+                   : "=r"(t)
+                   : "r"(shift));
+    else
+      asm volatile("shr.b32 %0, %1, %2;" : "=r"(t) : "r"(i), "r"(shift));
+    i ^= t;
+  }
+  return i;  // n when every t was 0
+}
+
+// What each warp's lane 0 writes: both loops' clock reads, their step counts (3n each when every t was 0), and one
+// election after the timing (the lane id it returned and the ballot of its predicate: exactly that lane).
+struct ElectOut {
+  smd::Slope elect, control;
+  uint32_t elect_steps, control_steps, leader, elected;
+};
+
+__global__ void elect_kernel(uint32_t shift, const uint32_t* lane_shifts, uint32_t n, ElectOut* out) {
+  ElectOut o;
+  const uint32_t lane_shift = lane_shifts[threadIdx.x % 32];
+  __syncthreads();
+  o.elect.ns0 = smd::clock_ns();
+  o.elect.c0 = smd::clock_cycles();
+  o.elect_steps = elect_steps<true>(shift, n);
+  o.elect.c1 = smd::clock_cycles();
+  o.elect_steps += elect_steps<true>(shift, 2 * n);
+  o.elect.c2 = smd::clock_cycles();
+  o.elect.ns2 = smd::clock_ns();
+  __syncthreads();  // every warp leaves the ELECT loops before any enters the control loops
+  o.control.ns0 = smd::clock_ns();
+  o.control.c0 = smd::clock_cycles();
+  o.control_steps = elect_steps<false>(lane_shift, n);
+  o.control.c1 = smd::clock_cycles();
+  o.control_steps += elect_steps<false>(lane_shift, 2 * n);
+  o.control.c2 = smd::clock_cycles();
+  o.control.ns2 = smd::clock_ns();
+  uint32_t is_leader;
+  asm volatile("{\n\t.reg .pred p;\n\telect.sync %0|p, 0xffffffff;\n\tselp.u32 %1, 1, 0, p;\n\t}"
+               : "=r"(o.leader), "=r"(is_leader));
+  o.elected = __ballot_sync(0xffffffffu, is_leader);
+  o.elect.smid = o.control.smid = smd::sm_id();
+  if (threadIdx.x % 32 == 0) out[threadIdx.x / 32] = o;
+}
+
+// Records of one warp count (metrics step, control and cost, suffixed _<warps>_warps beyond one warp): per launch,
+// each warp's step and control slopes and their difference, medians over the warps, after checking the loops' results
+// and the check election. Only the one-warp launch is profiled.
+void run_elect_warps(const std::string& id, const std::map<std::string, long>& point, int repeats, int warps,
+                     const uint32_t* lane_shifts) {
+  const std::string suffix = warps == 1 ? "" : "_" + std::to_string(warps) + "_warps";
+  ElectOut* out;
+  SMD_CHECK(cudaMalloc(&out, warps * sizeof(ElectOut)));
+  smd::Record cost{id, point, "cost" + suffix, "cycle"}, step{id, point, "step" + suffix, "cycle"};
+  smd::Record control{id, point, "control" + suffix, "cycle"};
+  std::vector<double> cycles, mhz;
+  for (int r = -1; r < repeats; ++r) {
+    {
+      smd::NvtxRange range(smd::range_name(id, point, "timed"), r >= 0 && warps == 1);
+      elect_kernel<<<1, 32 * warps>>>(31, lane_shifts, kElectSteps, out);
+      SMD_CHECK(cudaGetLastError());
+      SMD_CHECK(cudaDeviceSynchronize());
+    }
+    std::vector<ElectOut> o(warps);
+    SMD_CHECK(cudaMemcpy(o.data(), out, warps * sizeof(ElectOut), cudaMemcpyDeviceToHost));
+    std::vector<double> e, c, d;
+    for (const ElectOut& w : o) {
+      if (w.elect_steps != 3 * kElectSteps || w.control_steps != 3 * kElectSteps)
+        smd::fail(id + ": a loop ran " + std::to_string(w.elect_steps) + " / " + std::to_string(w.control_steps) +
+                  " steps, not " + std::to_string(3 * kElectSteps) + ": a shifted lane id or counter was not 0");
+      if (w.leader >= 32 || w.elected != (1u << w.leader))
+        smd::fail(id + ": elect.sync returned lane " + std::to_string(w.leader) + " but the lanes it elected were " +
+                  std::to_string(w.elected) + " (want exactly that lane)");
+      for (const smd::Slope* s : {&w.elect, &w.control})
+        if (const std::string why = smd::phase_mismatch(*s, s == &w.elect ? "elect.sync" : "control"); !why.empty())
+          smd::fail(id + ": " + why);
+      e.push_back(smd::per_step(w.elect, kElectSteps));
+      c.push_back(smd::per_step(w.control, kElectSteps));
+      d.push_back(e.back() - c.back());
+    }
+    if (r < 0) continue;
+    step.samples.push_back(smd::median(e)), control.samples.push_back(smd::median(c));
+    cost.samples.push_back(smd::median(d));
+    cycles.push_back(double(o[0].elect.c2 - o[0].elect.c0)), mhz.push_back(smd::mhz(o[0].elect));
+    cost.smid = step.smid = control.smid = int(o[0].elect.smid);
+  }
+  SMD_CHECK(cudaFree(out));
+  for (smd::Record* rec : {&cost, &step, &control}) {
+    rec->cycles = smd::median(cycles), rec->clock_mhz = smd::median(mhz), rec->iterations = kElectSteps;
+    smd::emit(*rec);
+  }
+}
+
+// One warp: the latency ELECT adds to a dependent chain; 32 warps (8 per scheduler): what it takes from the issue
+// slots. Both in one point, so the case shares the other costs' process and ncu run.
+void run_elect(const std::string& id, const std::map<std::string, long>& point, int repeats) {
+  const std::vector<uint32_t> shift(32, 31);
+  uint32_t* lane_shifts;
+  SMD_CHECK(cudaMalloc(&lane_shifts, 32 * sizeof(uint32_t)));
+  SMD_CHECK(cudaMemcpy(lane_shifts, shift.data(), 32 * sizeof(uint32_t), cudaMemcpyHostToDevice));
+  for (int warps : {1, 32}) run_elect_warps(id, point, repeats, warps, lane_shifts);
+  SMD_CHECK(cudaFree(lane_shifts));
+}
+
 template <class Op>
 std::vector<smd::KernelInfo> listing(const char* name) {
   return {as::kernel(std::string("cost_kernel<") + name + ">", kUnroll, long(kIters) * kUnroll)};
@@ -141,5 +263,6 @@ int main(int argc, char** argv) {
        {"tensormap_replace_cost", [] { return listing<TensormapReplace>("TensormapReplace"); },
         run_cost<TensormapReplace>},
        {"fence_proxy_tensormap_cost", [] { return listing<FenceTensormapAcquire>("FenceTensormapAcquire"); },
-        run_cost<FenceTensormapAcquire>}});
+        run_cost<FenceTensormapAcquire>},
+       {"elect_sync_cost", [] { return std::vector{as::kernel("elect_kernel", 1, kElectSteps)}; }, run_elect}});
 }
