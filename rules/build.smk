@@ -11,6 +11,9 @@ rule build:
         nvcc=S["nvcc"],
         toolchain=PLAN.nvcc_version,
         flags=lambda wildcards: PLAN.flags(wildcards.category, wildcards.family),
+    priority: lambda wildcards: 1 if wildcards.arch == PLAN.run_arch else 0  # the GPU stages wait on these
+    benchmark:
+        "benchmarks/build/{arch}/{category}/{family}.tsv"
     log:
         "logs/build/{arch}/{category}/{family}.log",
     shell:

@@ -9,6 +9,8 @@ rule crossval:
         manifest="kernels/{category}/cases.yaml",
     output:
         "results/{gpu}/{arch}/{category}/crossval.parquet",
+    benchmark:
+        "benchmarks/crossval/{gpu}/{arch}/{category}.tsv"
     log:
         "logs/crossval/{gpu}/{arch}/{category}.log",
     shell:

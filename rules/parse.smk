@@ -7,6 +7,8 @@ rule parse:
         ncu="results/{gpu}/{arch}/{category}/{family}/ncu.parquet",
         stalls="results/{gpu}/{arch}/{category}/{family}/stalls.parquet",
         pipes="results/{gpu}/{arch}/{category}/{family}/pipes.parquet",
+    benchmark:
+        "benchmarks/parse/{gpu}/{arch}/{category}/{family}.tsv"
     log:
         "logs/parse/{gpu}/{arch}/{category}/{family}.log",
     shell:

@@ -12,6 +12,9 @@ rule profile:
         toolchain=PLAN.nvcc_version,
     resources:
         gpu=1,
+    priority: 2
+    benchmark:
+        "benchmarks/profile/{gpu}/{arch}/{category}/{family}.tsv"
     log:
         "logs/profile/{gpu}/{arch}/{category}/{family}.log",
     shell:

@@ -12,6 +12,9 @@ rule run:
         toolchain=PLAN.nvcc_version,
     resources:
         gpu=1,
+    priority: 2
+    benchmark:
+        "benchmarks/run/{gpu}/{arch}/{category}/{family}.tsv"
     log:
         "logs/run/{gpu}/{arch}/{category}/{family}.log",
     shell:

@@ -10,6 +10,8 @@ rule sass:
         controls="results/static/{arch}/{category}/{family}/controlcodes.parquet",
     params:
         toolchain=PLAN.nvcc_version,
+    benchmark:
+        "benchmarks/sass/{arch}/{category}/{family}.tsv"
     log:
         "logs/sass/{arch}/{category}/{family}.log",
     shell:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import FIXTURES, ROOT, run_cli
-from smdissect import device, ncu, tables
+from smdissect import catalog, device, ncu, run, tables
 from smdissect.errors import SmdissectError
 from test_workflow import NO_GPU, copy_workflow, snakemake
 
@@ -162,3 +162,48 @@ def test_interrupted_run_resumes_and_keeps_finished_results(tmp_path: Path) -> N
     assert second.returncode == 0, second.stderr[-3000:]
     assert all((tmp_path / o).exists() for o in outputs)
     assert {o: (tmp_path / o).stat().st_mtime_ns for o in kept} == kept  # finished results were not redone
+
+
+FAMILY = """#!{python}
+import sys, time
+sys.path.insert(0, {workflow!r})
+from smdissect import protocol
+
+def ok(case, point, repeats, device):
+    protocol.emit(case, point, "latency", "cycle", [float(point["n"])] * repeats)
+
+def crash(case, point, repeats, device):
+    protocol.fail("illegal memory access (a crashing case)")
+
+def hang(case, point, repeats, device):
+    time.sleep(60)
+
+def static(case, point, repeats, device):
+    if point["n"] == 2:
+        print(f"static: {{case}} {{protocol.params_json(point)}}: needs 2 GPUs", file=sys.stderr)
+    else:
+        ok(case, point, repeats, device)
+
+protocol.main({{"first": ok, "crash": crash, "hang": hang, "static": static, "last": ok}})
+"""
+
+
+def test_crashing_and_hung_cases_do_not_take_their_process_group_with_them(tmp_path: Path) -> None:
+    """Cases of one sweep share a process; one that crashes or hangs is rerun alone and fails by itself."""
+    binary = tmp_path / "family"
+    binary.write_text(FAMILY.format(python=sys.executable, workflow=str(ROOT / "workflow")))
+    binary.chmod(0o755)
+    cases = [catalog.Case("faults", c, "family.py", "", ("latency",), {"n": [1, 2]}, {})
+             for c in ("first", "crash", "hang", "static", "last")]  # fmt: skip
+    assert run.batches(cases, lambda c: c.sweep) == [cases]
+    started = time.monotonic()
+    out = run.execute(binary, cases, "sm_90a", 3, 0, timeout=3)
+    assert time.monotonic() - started < 15  # the group ends at the crash; the hang alone is killed after 3 s
+    status = {(s["case"], s["params"]): (s["status"], s["reason"]) for s in out.status}
+    for case in ("first", "last"):
+        assert [status[(case, f'{{"n":{n}}}')][0] for n in (1, 2)] == ["measured", "measured"]
+    assert status[("crash", '{"n":1}')] == ("failed", "error: illegal memory access (a crashing case)")
+    assert status[("hang", '{"n":2}')][0] == "failed" and "killed after 3 s" in status[("hang", '{"n":2}')][1]
+    assert status[("static", '{"n":2}')] == ("static", 'static: static {"n":2}: needs 2 GPUs')
+    assert sorted({(r["case"], r["value"]) for r in out.records}) == [
+        ("first", 1.0), ("first", 2.0), ("last", 1.0), ("last", 2.0), ("static", 1.0)]  # fmt: skip

@@ -61,9 +61,9 @@ def test_static_lines_become_static_rows() -> None:
     """The binary's smd::static_point line for a missing peer maps to a static status naming the reason."""
     point = canonical_params({"dst": 1, "size_mb": 16, "src": 0})
     stderr = f"static: memcpy_peer {point}: needs 2 GPUs with peer access; 1 present\n"
-    status, reason = run.skipped_why(stderr, point)
+    status, reason = run.skipped_why(stderr, "memcpy_peer", point)
     assert status == "static" and reason.endswith("needs 2 GPUs with peer access; 1 present")
-    assert run.skipped_why(stderr, canonical_params({"dst": 0, "size_mb": 16, "src": 0}))[0] == "failed"
+    assert run.skipped_why(stderr, "memcpy_peer", canonical_params({"dst": 0, "size_mb": 16, "src": 0}))[0] == "failed"
 
 
 PAIRS = [(0, 0), (0, 1), (1, 0), (1, 1)]
@@ -150,7 +150,7 @@ def test_local_and_peer_copies_and_latency_run(compiled: Callable[[str, str, str
     if gpu_count() >= 2:
         assert records[peer]["value"] > local["value"]
     else:
-        assert run.skipped_why(proc.stderr, peer)[0] == "static"
+        assert run.skipped_why(proc.stderr, "atomic_sys_latency", peer)[0] == "static"
 
 
 @pytest.mark.gpu

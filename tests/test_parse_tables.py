@@ -140,9 +140,9 @@ def test_binary_records_become_one_row_per_sample() -> None:
 
 def test_a_point_the_binary_skipped_keeps_its_reason() -> None:
     stderr = 'chase {"footprint_kb":1024,"stride_b":2048}: pointer chase phases disagree: n steps took 9 cycles\n'
-    status, reason = run.skipped_why(stderr, '{"footprint_kb":1024,"stride_b":2048}')
+    status, reason = run.skipped_why(stderr, "chase", '{"footprint_kb":1024,"stride_b":2048}')
     assert status == "failed" and reason.endswith("n steps took 9 cycles")
-    assert run.skipped_why(stderr, '{"footprint_kb":1,"stride_b":0}') == (
+    assert run.skipped_why(stderr, "chase", '{"footprint_kb":1,"stride_b":0}') == (
         "failed",
         "the binary emitted no record for this point",
     )
@@ -150,7 +150,9 @@ def test_a_point_the_binary_skipped_keeps_its_reason() -> None:
 
 def test_a_point_the_device_cannot_run_is_a_static_row() -> None:
     stderr = 'static: p2p_copy {"dst":1,"src":0}: needs 2 GPUs, 1 present\n'
-    assert run.skipped_why(stderr, '{"dst":1,"src":0}') == ("static", stderr.strip())
+    assert run.skipped_why(stderr, "p2p_copy", '{"dst":1,"src":0}') == ("static", stderr.strip())
+    assert run.skipped_why(stderr, "p2p_copy_bidir", '{"dst":1,"src":0}')[0] == "failed"
+    assert run.skipped_why(stderr, "copy", '{"dst":1,"src":0}')[0] == "failed"  # not a suffix of another case
 
 
 def test_replay_passes_are_kept_and_reported(metrics: pd.DataFrame) -> None:

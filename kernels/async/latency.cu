@@ -3,7 +3,6 @@
 // it and reads the index). Ops: cp.async.ca 4/8/16 B and cp.async.cg 16 B (+ commit, wait_group 0), the 1D bulk
 // copy and the 2D tensor copy (mbarrier expect_tx + try_wait.parity). Latency is the slope between n and 2n steps.
 #include <algorithm>
-#include <memory>
 #include <numeric>
 #include <random>
 
@@ -152,7 +151,7 @@ void run_chase(const std::string& id, const std::map<std::string, long>& point, 
   std::vector<double> cycles, mhz;
   for (int r = -1; r < repeats; ++r) {
     {
-      std::unique_ptr<smd::NvtxRange> range(r < 0 ? nullptr : new smd::NvtxRange(smd::range_name(id, point, "timed")));
+      smd::NvtxRange range(smd::range_name(id, point, "timed"), r >= 0);
       chase_kernel<Op><<<1, 1024>>>(map, a);
       SMD_CHECK(cudaGetLastError());
       SMD_CHECK(cudaDeviceSynchronize());

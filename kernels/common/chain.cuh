@@ -71,7 +71,8 @@ void measure(const std::string& id, const std::map<std::string, long>& point, in
   for (int r = 0; r < repeats; ++r) {
     Span s, l;
     {
-      NvtxRange range(range_name(id, point, "short"));
+      // The short launch's counters serve only the latency slope check (ilp 1, one warp).
+      NvtxRange range(range_name(id, point, "short"), ILP == 1 && warps == 1);
       s = launch<Op, ILP, kShort>(in, sink, stamps, warps);
     }
     {

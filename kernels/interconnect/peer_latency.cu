@@ -101,8 +101,7 @@ void measure(const std::string& id, const std::map<std::string, long>& point, in
   std::vector<double> cycles, clock;
   for (int r = -1; r < repeats; ++r) {
     {
-      std::unique_ptr<smd::NvtxRange> range;
-      if (r >= 0) range = std::make_unique<smd::NvtxRange>(smd::range_name(id, point, "timed"));
+      smd::NvtxRange range(smd::range_name(id, point, "timed"), r >= 0);
       launch();
       SMD_CHECK(cudaGetLastError());
       SMD_CHECK(cudaDeviceSynchronize());

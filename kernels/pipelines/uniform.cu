@@ -116,7 +116,7 @@ void measure(const std::string& id, const std::map<std::string, long>& point, in
   for (int r = 0; r < repeats; ++r) {
     smd::Span s, l;
     {
-      smd::NvtxRange range(smd::range_name(id, point, "short"));
+      smd::NvtxRange range(smd::range_name(id, point, "short"), ILP == 1 && warps == 1);  // as chain.cuh
       s = launch<Op, ILP, kShort>(args, sink, stamps, warps);
     }
     {

@@ -39,6 +39,12 @@ MANIFEST_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "required": ["category", "title", "cases"],
+    "$defs": {
+        "narrowing": {
+            "type": "object",
+            "additionalProperties": {"type": "array", "items": {"type": "integer"}, "minItems": 1},
+        }
+    },
     "properties": {
         "category": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
         "title": {"type": "string"},
@@ -82,9 +88,13 @@ MANIFEST_SCHEMA: dict[str, Any] = {
                         "type": "object",
                         "additionalProperties": {"type": "array", "items": {"type": "integer"}, "minItems": 1},
                     },
+                    # what ncu profiles: one narrowing of the sweep, or a list of them (e.g. the latency point and
+                    # the throughput point, without the cross product of their axes)
                     "profile_sweep": {
-                        "type": "object",
-                        "additionalProperties": {"type": "array", "items": {"type": "integer"}, "minItems": 1},
+                        "oneOf": [
+                            {"$ref": "#/$defs/narrowing"},
+                            {"type": "array", "items": {"$ref": "#/$defs/narrowing"}, "minItems": 1},
+                        ]
                     },
                     "requires": {
                         "type": "object",
@@ -133,7 +143,7 @@ class Case:
     sass_expect: dict[str, list[str]]
     sass_forbid: tuple[str, ...] = ()
     kind: str = "chain"
-    profile_sweep: dict[str, list[int]] | None = None
+    profile_sweep: dict[str, list[int]] | list[dict[str, list[int]]] | None = None
     min_sm: int = 0
     features: tuple[str, ...] = ()
     pipe: str | None = None
@@ -147,14 +157,20 @@ class Case:
         """The binary this case lives in: its .cu file's stem."""
         return Path(self.source).stem
 
-    def points(self) -> list[dict[str, int]]:
-        """The sweep's cross product, as parameter dicts in a stable order."""
-        keys = sorted(self.sweep)
-        return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(self.sweep[k] for k in keys))]
+    def points(self, sweep: dict[str, list[int]] | None = None) -> list[dict[str, int]]:
+        """The cross product of `sweep` (default: the case's own), as parameter dicts in a stable order."""
+        sweep = sweep or self.sweep
+        keys = sorted(sweep)
+        return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(sweep[k] for k in keys))]
 
-    def profiled_sweep(self) -> dict[str, list[int]]:
-        """The sweep the ncu run uses: `profile_sweep` over the full sweep's axes, else the full sweep."""
-        return self.sweep | (self.profile_sweep or {})
+    def profiled_sweeps(self) -> list[dict[str, list[int]]]:
+        """The sweeps the ncu run uses: each `profile_sweep` narrowing over the full sweep's axes, else the sweep."""
+        narrowing = self.profile_sweep or {}
+        return [self.sweep | n for n in (narrowing if isinstance(narrowing, list) else [narrowing])]
+
+    def profiled_points(self) -> list[dict[str, int]]:
+        """Every point ncu profiles, over all of the case's profiled sweeps."""
+        return [p for sweep in self.profiled_sweeps() for p in self.points(sweep)]
 
     def unsupported(self, arch: str) -> str | None:
         """Why this case cannot run on `arch`, or None when it can."""

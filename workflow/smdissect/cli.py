@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
-import subprocess
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from . import build, catalog, controlcodes, device, pipeline, run, slots
+from . import build, catalog, controlcodes, device, ncu, pipeline, run, slots
 from .errors import SmdissectError, exit_on_error
+
+# Builds and SASS dumps yield the cores to the GPU jobs that run beside them: a GPU job's host thread spins
+# in every synchronize, and a starved one stretches the run and profile stages.
+CPU_STAGE_NICENESS = 10
 
 
 @contextmanager
@@ -41,6 +46,7 @@ def _family(args: argparse.Namespace) -> list:
 
 def cmd_build(args: argparse.Namespace) -> None:
     """Compile a family for one arch and save its kernel listing."""
+    os.nice(CPU_STAGE_NICENESS)
     source, binary, flags = Path(args.source), Path(args.binary), args.flags.split()
     build.compile_family(args.nvcc, source, binary, [args.arch], Path(args.include), flags)
     targets = catalog.family_settings(source.parent.parent, source.parent.name, source.stem).get("patched")
@@ -51,6 +57,7 @@ def cmd_build(args: argparse.Namespace) -> None:
 
 def cmd_sass(args: argparse.Namespace) -> None:
     """Opcode counts and SASS checks of a built family."""
+    os.nice(CPU_STAGE_NICENESS)
     pipeline.sass_tables(Path(args.binary), Path(args.listing), _family(args), args.arch, args.cuda,
                          Path(args.out_sass), Path(args.out_checks), Path(args.out_controls))  # fmt: skip
 
@@ -65,17 +72,20 @@ def cmd_run(args: argparse.Namespace) -> None:
 
 
 def cmd_exec(args: argparse.Namespace) -> None:
-    """Launch every case the arch supports once over its profile sweep (what ncu profiles); a failed case is
-    reported on stderr and skipped, so the others are still profiled."""
-    ran = 0
-    for case in _family(args):
-        if case.unsupported(args.arch):
-            continue
-        argv = run.invocation(Path(args.binary), case, 1, args.device, case.profiled_sweep())
-        proc = subprocess.run(argv, capture_output=True, text=True)
-        if proc.returncode != 0:
-            print(f"smdissect: {case.id} failed under ncu: {run.failure(proc)}", file=sys.stderr)
-        ran += proc.returncode == 0
+    """Launch every case the arch supports once over its profiled sweeps (what ncu profiles), one process per
+    sweep; a failed case is reported on stderr and skipped, so the others are still profiled."""
+    binary = Path(args.binary)
+    timeout = catalog.family_settings(Path(args.kernels), args.category, args.family)["timeout"]
+    cases = [case for case in _family(args) if not case.unsupported(args.arch)]
+    ran = set()
+    for sweep, group in run.batches(cases, catalog.Case.profiled_sweeps):
+        argv = functools.partial(run.invocation, binary, repeats=1, device_index=args.device, sweep=sweep)
+        points = functools.partial(run.point_keys, sweep=sweep)
+        for case, _, why in run.each_alone(group, argv, timeout * ncu.REPLAY_SLOWDOWN, points):
+            if why:
+                print(f"smdissect: {case.id} failed under ncu: {why}", file=sys.stderr)
+            else:
+                ran.add(case.id)
     if not ran:
         raise SmdissectError(f"{args.family}: no case ran under ncu (see the run stage's status table)")
 

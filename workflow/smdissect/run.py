@@ -7,6 +7,7 @@ import json
 import math
 import os
 import subprocess
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,13 +44,33 @@ class Outcome:
 
 
 def invocation(
-    binary: Path, case: Case, repeats: int, device_index: int, sweep: dict[str, list[int]] | None = None
+    binary: Path, cases: list[Case], repeats: int, device_index: int, sweep: dict[str, list[int]] | None = None
 ) -> list[str]:
-    """The protocol's command line for one case over `sweep` (default: the case's whole sweep)."""
-    argv = [str(binary.resolve()), "--case", case.id, "--repeats", str(repeats), "--device", str(device_index)]
-    for key, values in sorted((sweep or case.sweep).items()):
+    """The protocol's command line for `cases` (one process) over `sweep` (default: their shared sweep)."""
+    argv = [str(binary.resolve())]
+    for case in cases:
+        argv += ["--case", case.id]
+    argv += ["--repeats", str(repeats), "--device", str(device_index)]
+    for key, values in sorted((sweep or cases[0].sweep).items()):
         argv += ["--param", f"{key}={','.join(str(v) for v in values)}"]
     return argv
+
+
+def point_keys(case: Case, sweep: dict[str, list[int]] | None = None) -> list[str]:
+    """The canonical parameter strings of a case's points over `sweep` (default: its whole sweep)."""
+    return [canonical_params(p) for p in case.points(sweep)]
+
+
+def batches(
+    cases: list[Case], sweeps: Callable[[Case], list[dict[str, list[int]]]]
+) -> list[tuple[dict[str, list[int]], list[Case]]]:
+    """(sweep, cases) for every distinct sweep of `cases` (manifest order kept): one process per sweep spares a
+    CUDA context and a warm-up per case, which is most of a small case's time under ncu."""
+    groups: dict[str, tuple[dict[str, list[int]], list[Case]]] = {}
+    for case in cases:
+        for sweep in sweeps(case):
+            groups.setdefault(json.dumps(sweep, sort_keys=True), (sweep, []))[1].append(case)
+    return list(groups.values())
 
 
 def failure(proc: subprocess.CompletedProcess[str]) -> str:
@@ -58,39 +79,76 @@ def failure(proc: subprocess.CompletedProcess[str]) -> str:
 
 
 def attempt(argv: list[str], timeout: int) -> tuple[subprocess.CompletedProcess[str] | None, str]:
-    """Run one case's command; (the process, '') or (None, why it failed) — a hang is killed after `timeout` s."""
+    """Run one command: (the process, why it failed or ''); the process is None when a hang was killed after
+    `timeout` s."""
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return None, f"killed after {timeout} s (hung kernel?): raise the family's timeout in cases.yaml if needed"
-    return (proc, "") if proc.returncode == 0 else (None, failure(proc))
+    return proc, "" if proc.returncode == 0 else failure(proc)
+
+
+def finished(proc: subprocess.CompletedProcess[str], case: Case, points: list[str]) -> bool:
+    """Whether a process accounted for every point of `case`: a record or a stderr line naming it."""
+    seen = {canonical_params(r["params"]) for r in parse_records(proc.stdout) if r["case"] == case.id}
+    return all(p in seen or point_lines(proc.stderr, case.id, p) for p in points)
+
+
+def point_lines(stderr: str, case_id: str, params: str) -> list[str]:
+    """The stderr lines that name one point of one case ('<case> <params>: why', 'static: <case> ...')."""
+    key = f"{case_id} {params}"
+    return [ln.strip() for ln in stderr.splitlines() if ln.startswith(key) or f" {key}" in ln]
+
+
+def each_alone(
+    group: list[Case], argv: Callable[[list[Case]], list[str]], timeout: int, points: Callable[[Case], list[str]]
+) -> Iterator[tuple[Case, subprocess.CompletedProcess[str] | None, str]]:
+    """(case, process, why it failed or '') for every case of `group`, run in one process; when that process
+    fails, each case it left unfinished (`points`) gets a process of its own, so a case that crashes or hangs
+    takes no other case with it."""
+    proc, why = attempt(argv(group), timeout * len(group))
+    for case in group:
+        if not why or len(group) == 1:
+            yield case, proc, why
+        elif proc is not None and finished(proc, case, points(case)):
+            yield case, proc, ""
+        else:
+            yield case, *attempt(argv([case]), timeout)
 
 
 def execute(binary: Path, cases: list[Case], arch: str, repeats: int, device_index: int, timeout: int) -> Outcome:
-    """Run every case the arch supports; unsupported cases are static, a failed one does not stop the others."""
+    """Run every case the arch supports, one process per shared sweep; unsupported cases are static, a failed
+    one does not stop the others."""
     out = Outcome()
+    runnable = []
     for case in cases:
         reason = case.unsupported(arch)
         if reason:
             out.mark(case, "static", f"not run: {reason}")
-            continue
-        proc, why = attempt(invocation(binary, case, repeats, device_index), timeout)
-        if proc is None:
-            out.mark(case, "failed", why)
-            continue
-        records = parse_records(proc.stdout)
-        out.records += records
-        seen = {canonical_params(r["params"]) for r in records}
-        for p in map(canonical_params, case.points()):
-            status, reason = ("measured", "") if p in seen else skipped_why(proc.stderr, p)
-            out.status.append({"case": case.id, "params": p, "status": status, "reason": reason})
+        else:
+            runnable.append(case)
+
+    def argv(group: list[Case]) -> list[str]:
+        return invocation(binary, group, repeats, device_index)
+
+    for _, group in batches(runnable, lambda c: [c.sweep]):
+        for case, proc, why in each_alone(group, argv, timeout, point_keys):
+            if why or proc is None:
+                out.mark(case, "failed", why)
+                continue
+            records = [r for r in parse_records(proc.stdout) if r["case"] == case.id]
+            out.records += records
+            seen = {canonical_params(r["params"]) for r in records}
+            for p in point_keys(case):
+                status, reason = ("measured", "") if p in seen else skipped_why(proc.stderr, case.id, p)
+                out.status.append({"case": case.id, "params": p, "status": status, "reason": reason})
     return out
 
 
-def skipped_why(stderr: str, params: str) -> tuple[str, str]:
-    """(status, reason) of a point with no record: its stderr line naming the point, `static` when the binary
-    said the device cannot run it (smd::static_point), else `failed`."""
-    lines = [ln.strip() for ln in stderr.splitlines() if params in ln]
+def skipped_why(stderr: str, case_id: str, params: str) -> tuple[str, str]:
+    """(status, reason) of a point with no record: its stderr line naming the case and point, `static` when the
+    binary said the device cannot run it (smd::static_point), else `failed`."""
+    lines = point_lines(stderr, case_id, params)
     if not lines:
         return "failed", "the binary emitted no record for this point"
     return ("static" if lines[-1].startswith("static:") else "failed"), lines[-1]
