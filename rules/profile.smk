@@ -10,6 +10,7 @@ rule profile:
         ncu=S["ncu"],
         device=lambda wildcards: PLAN.device_arg(wildcards.gpu),
         toolchain=PLAN.nvcc_version,
+        ncu_version=PLAN.ncu_version,
     resources:
         gpu=1,
     priority: 2
@@ -21,4 +22,5 @@ rule profile:
         "python3 -m smdissect profile --binary {input.binary} --arch {wildcards.arch} --cuda {params.toolchain}"
         " --ncu {params.ncu} --report {output.report} --meta {output.meta} --kernels kernels"
         " --category {wildcards.category} --family {wildcards.family} --device {params.device}"
+        " --ncu-version {params.ncu_version:q}"
         " 2> {log} || (cat {log} >&2; exit 1)"

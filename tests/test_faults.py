@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import FIXTURES, ROOT, run_cli
-from smdissect import catalog, device, ncu, run, tables
+from smdissect import catalog, device, ncu, pipeline, run, tables
 from smdissect.errors import SmdissectError
 from test_workflow import NO_GPU, copy_workflow, snakemake
 
@@ -195,7 +196,7 @@ def test_crashing_and_hung_cases_do_not_take_their_process_group_with_them(tmp_p
     binary.chmod(0o755)
     cases = [catalog.Case("faults", c, "family.py", "", ("latency",), {"n": [1, 2]}, {})
              for c in ("first", "crash", "hang", "static", "last")]  # fmt: skip
-    assert run.batches(cases, lambda c: c.sweep) == [cases]
+    assert run.batches(cases, lambda c: [c.sweep]) == [({"n": [1, 2]}, cases)]
     started = time.monotonic()
     out = run.execute(binary, cases, "sm_90a", 3, 0, timeout=3)
     assert time.monotonic() - started < 15  # the group ends at the crash; the hang alone is killed after 3 s
@@ -207,3 +208,21 @@ def test_crashing_and_hung_cases_do_not_take_their_process_group_with_them(tmp_p
     assert status[("static", '{"n":2}')] == ("static", 'static: static {"n":2}: needs 2 GPUs')
     assert sorted({(r["case"], r["value"]) for r in out.records}) == [
         ("first", 1.0), ("first", 2.0), ("last", 1.0), ("last", 2.0), ("static", 1.0)]  # fmt: skip
+
+
+def test_what_ncu_launches_is_the_binary_once_per_profiled_sweep(tmp_path: Path) -> None:
+    """ncu starts the binary itself (no Python launcher): one process per profiled sweep, in a shell when more."""
+    binary = tmp_path / "family"
+    binary.write_text(FAMILY.format(python=sys.executable, workflow=str(ROOT / "workflow")))
+    binary.chmod(0o755)
+    narrow = [{"n": [1]}, {"n": [3]}]
+    cases = [catalog.Case("faults", c, "family.py", "", ("latency",), {"n": [1, 2, 3]}, {}, profile_sweep=narrow)
+             for c in ("first", "last")]  # fmt: skip
+    narrowed = [dataclasses.replace(c, profile_sweep={"n": [1]}) for c in cases]
+    one = pipeline.profiled_target(binary, narrowed, "sm_90a", 0)
+    assert one[0] == str(binary) and one.count("--case") == 2 and one[-1] == "n=1"
+    two = pipeline.profiled_target(binary, cases, "sm_90a", 0)
+    assert two[:2] == ["sh", "-c"] and two[2].count(str(binary)) == 2
+    proc = subprocess.run(two, capture_output=True, text=True, check=True)
+    seen = sorted((r["case"], r["params"]["n"], len(r["samples"])) for r in run.parse_records(proc.stdout))
+    assert seen == [("first", 1, 1), ("first", 3, 1), ("last", 1, 1), ("last", 3, 1)]  # --repeats 1, no n=2

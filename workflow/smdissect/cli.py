@@ -94,8 +94,8 @@ def cmd_profile(args: argparse.Namespace) -> None:
     """Profile a family under ncu into a .ncu-rep and its provenance JSON."""
     with _device(args.device) as index:
         gpu = pipeline.gpu_here(index)
-        pipeline.profile(Path(args.binary), _family(args), gpu, args.arch, args.cuda, args.ncu, Path(args.report),
-                         Path(args.meta), Path(args.kernels))  # fmt: skip
+        pipeline.profile(Path(args.binary), _family(args), gpu, args.arch, args.cuda, args.ncu, args.ncu_version,
+                         Path(args.report), Path(args.meta), Path(args.kernels))  # fmt: skip
 
 
 def cmd_parse(args: argparse.Namespace) -> None:
@@ -148,8 +148,8 @@ def parser() -> argparse.ArgumentParser:
         cmd_run: ["binary", "arch", "cuda", "out", "out_status", "kernels", "category", "family",
                   ("repeats", {"type": int}), ("device", {"type": _device_arg})],
         cmd_exec: ["binary", "kernels", "category", "family", "arch", ("device", {"type": int})],
-        cmd_profile: ["binary", "arch", "cuda", "ncu", "report", "meta", "kernels", "category", "family",
-                      ("device", {"type": _device_arg})],
+        cmd_profile: ["binary", "arch", "cuda", "ncu", "ncu_version", "report", "meta", "kernels", "category",
+                      "family", ("device", {"type": _device_arg})],
         cmd_parse: ["report", "meta", "out_ncu", "out_stalls", "out_pipes"],
         cmd_crossval: ["kernels", "category", "out", *((k, many) for k in ("raw", "ncu", "stalls", "sass_checks",
                                                                             "listings"))],

@@ -144,6 +144,12 @@ def profile(ncu: str, metric_list: list[str], report: Path, target: list[str], t
         raise SmdissectError(f"profiling {report.name} failed: {error_line(output)}")
 
 
+def version(exe: str) -> str:
+    """Nsight Compute's version line (`Version 2025.3.1.0 (build ...)`), or '' when it prints none."""
+    out = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout.strip().splitlines()
+    return out[-1] if out else ""
+
+
 def launcher(args: list[str]) -> list[str]:
     """A command that runs this package's CLI with the same interpreter (what ncu launches)."""
     return [sys.executable, "-m", "smdissect", *args]

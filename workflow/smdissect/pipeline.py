@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import subprocess
+import shlex
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -75,8 +75,8 @@ def sass_tables(
 
 
 def profile(
-    binary: Path, cases: list[catalog.Case], gpu: device.Gpu, arch: str, cuda: str, ncu_exe: str, report: Path,
-    meta: Path, kernels: Path,
+    binary: Path, cases: list[catalog.Case], gpu: device.Gpu, arch: str, cuda: str, ncu_exe: str, ncu_version: str,
+    report: Path, meta: Path, kernels: Path,
 ) -> None:  # fmt: skip
     """Profile every timed launch of a family once under ncu, and record how and on what."""
     reason = device.counters_permitted()
@@ -85,18 +85,34 @@ def profile(
     exe = build.find_tool(ncu_exe, "install Nsight Compute or set ncu: in config/config.yaml")
     category, family = cases[0].category, cases[0].family
     metric_list, dropped = ncu.metrics(gpu.chip, exe, catalog.metrics(kernels, category))
-    target = ncu.launcher(["exec", "--binary", str(binary), "--kernels", str(kernels), "--category", category,
-                           "--arch", arch, "--family", family, "--device", str(gpu.index)])  # fmt: skip
-    timeout = catalog.family_settings(kernels, category, family)["timeout"]
+    timeout = catalog.family_settings(kernels, category, family)["timeout"] * ncu.REPLAY_SLOWDOWN
     before = device.snapshot(gpu.uuid)
-    ncu.profile(exe, metric_list, report, target, timeout * ncu.REPLAY_SLOWDOWN)
+    target = profiled_target(binary, cases, arch, gpu.index)
+    try:
+        ncu.profile(exe, metric_list, report, target, timeout)
+    except SmdissectError:  # a case failed (or hung) under ncu: again through `exec`, which runs it alone
+        target = ncu.launcher(exec_args(binary, cases, arch, gpu.index, kernels))
+        ncu.profile(exe, metric_list, report, target, timeout)
     after = device.snapshot(gpu.uuid)
-    version = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1:]
     info = run.provenance(gpu, arch, cuda, category, ROOT) | run.gpu_state(before, after) | {
-        "family": family, "chip": gpu.chip, "ncu": version[0] if version else "", "metrics_dropped": dropped,
+        "family": family, "chip": gpu.chip, "ncu": ncu_version, "metrics_dropped": dropped,
         "command": " ".join(ncu.command(exe, metric_list, report, target)),
     }  # fmt: skip
     tables.write_text(meta, json.dumps(info, indent=1))
+
+
+def exec_args(binary: Path, cases: list[catalog.Case], arch: str, index: int, kernels: Path) -> list[str]:
+    """The `exec` stage's arguments for a family: every case under ncu, a failed one alone."""
+    return ["exec", "--binary", str(binary), "--kernels", str(kernels), "--category", cases[0].category,
+            "--arch", arch, "--family", cases[0].family, "--device", str(index)]  # fmt: skip
+
+
+def profiled_target(binary: Path, cases: list[catalog.Case], arch: str, index: int) -> list[str]:
+    """What ncu launches first: the binary itself, once per sweep of the family's profiled cases (one process,
+    or a shell running each in turn): no Python launcher to start under ncu."""
+    groups = run.batches([c for c in cases if not c.unsupported(arch)], catalog.Case.profiled_sweeps)
+    commands = [run.invocation(binary, group, 1, index, sweep) for sweep, group in groups]
+    return commands[0] if len(commands) == 1 else ["sh", "-c", " && ".join(map(shlex.join, commands))]
 
 
 def parse_report(report: Path, meta: Path, out_ncu: Path, out_stalls: Path, out_pipes: Path) -> None:

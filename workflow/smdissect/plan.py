@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import build, catalog, config, device
+from . import build, catalog, config, device, ncu
 from .errors import SmdissectError
 
 GPU_STAGES = ("run", "profile", "parse", "crossval")
@@ -28,6 +28,7 @@ class Plan:
     run_arch: str | None = None
     skipped: dict[str, str] = field(default_factory=dict)
     devices: dict[str, device.Gpu] = field(default_factory=dict)  # results folder -> its GPU (device: all)
+    ncu_version: str = ""  # asked once here, not by every profile job
 
     @property
     def gpu_name(self) -> str:
@@ -97,7 +98,8 @@ def make(raw_config: dict[str, Any], root: Path) -> Plan:
     plan.profiled = {c: [f for f in fs if _runs_any(kernels, c, f, plan.run_arch)] for c, fs in profiled.items()}
     if catalog.sm_version(plan.run_arch) > catalog.sm_version(gpu.arch):
         raise SmdissectError(f"arch {plan.run_arch} cannot run on {gpu.name} ({gpu.arch}): set arch: auto")
-    build.find_tool(settings["ncu"], "install Nsight Compute or set ncu: in config/config.yaml")
+    exe = build.find_tool(settings["ncu"], "install Nsight Compute or set ncu: in config/config.yaml")
+    plan.ncu_version = ncu.version(exe)
     reason = device.counters_permitted()
     if reason:
         raise SmdissectError(reason)
