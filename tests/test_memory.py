@@ -147,8 +147,9 @@ def test_chase_samples_average_enough_loads(
     assert second["chase"]["steps"] == 33792 == 11 * 3072  # whole cycles of 3072 lines
     assert dram["chase"] == {"slots": 1 << 20, "steps": 8192, "warm": 512, "windows": 8, "warm_pass": True}
     assert long_stride["chase"]["steps"] == 131072 == long_stride["chase"]["slots"]
-    (entry,) = listing(compiled("sm_90a", "memory", "chase"))["chase"]
-    assert entry["iterations"] == plans([(1, 0)])[0]["chase"]["steps"] == 32768  # the listing states the rule's n
+    short, long = listing(compiled("sm_90a", "memory", "chase"))["chase"]  # whole cycles; windows
+    assert [short["symbol"], long["symbol"]] == ["chase_kernel<LoadCa,1>", "staircase_kernel"]
+    assert short["iterations"] == plans([(1, 0)])[0]["chase"]["steps"] == 32768  # the listing states the rule's n
 
 
 def test_near_far_split_ignores_l1_hits_and_misses(split: Callable[[np.ndarray, float], dict[str, float]]) -> None:
