@@ -179,13 +179,18 @@ def crash(case, point, repeats, device):
 def hang(case, point, repeats, device):
     time.sleep(60)
 
+def dies_late(case, point, repeats, device):
+    if point["n"] == 2:
+        protocol.fail("launch failed after the first point")
+    ok(case, point, repeats, device)
+
 def static(case, point, repeats, device):
     if point["n"] == 2:
         print(f"static: {{case}} {{protocol.params_json(point)}}: needs 2 GPUs", file=sys.stderr)
     else:
         ok(case, point, repeats, device)
 
-protocol.main({{"first": ok, "crash": crash, "hang": hang, "static": static, "last": ok}})
+protocol.main({{"first": ok, "crash": crash, "hang": hang, "static": static, "dies_late": dies_late, "last": ok}})
 """
 
 
@@ -195,7 +200,7 @@ def test_crashing_and_hung_cases_do_not_take_their_process_group_with_them(tmp_p
     binary.write_text(FAMILY.format(python=sys.executable, workflow=str(ROOT / "workflow")))
     binary.chmod(0o755)
     cases = [catalog.Case("faults", c, "family.py", "", ("latency",), {"n": [1, 2]}, {})
-             for c in ("first", "crash", "hang", "static", "last")]  # fmt: skip
+             for c in ("first", "crash", "hang", "static", "dies_late", "last")]  # fmt: skip
     assert run.batches(cases, lambda c: [c.sweep]) == [({"n": [1, 2]}, cases)]
     started = time.monotonic()
     out = run.execute(binary, cases, "sm_90a", 3, 0, timeout=3)
@@ -206,6 +211,14 @@ def test_crashing_and_hung_cases_do_not_take_their_process_group_with_them(tmp_p
     assert status[("crash", '{"n":1}')] == ("failed", "error: illegal memory access (a crashing case)")
     assert status[("hang", '{"n":2}')][0] == "failed" and "killed after 3 s" in status[("hang", '{"n":2}')][1]
     assert status[("static", '{"n":2}')] == ("static", 'static: static {"n":2}: needs 2 GPUs')
+    # a case whose process dies after some of its records failed as a whole, as it does alone
+    assert {status[("dies_late", p)] for p in ('{"n":1}', '{"n":2}')} == {
+        ("failed", "error: launch failed after the first point")
+    }
+    late = run.execute(binary, [cases[0], cases[4], cases[5]], "sm_90a", 3, 0, timeout=3)  # dies after a record
+    assert [(s["case"], s["status"]) for s in late.status] == [
+        ("first", "measured"), ("first", "measured"), ("dies_late", "failed"), ("dies_late", "failed"),
+        ("last", "measured"), ("last", "measured")]  # fmt: skip
     assert sorted({(r["case"], r["value"]) for r in out.records}) == [
         ("first", 1.0), ("first", 2.0), ("last", 1.0), ("last", 2.0), ("static", 1.0)]  # fmt: skip
 

@@ -94,6 +94,13 @@ def finished(proc: subprocess.CompletedProcess[str], case: Case, points: list[st
     return all(p in seen or point_lines(proc.stderr, case.id, p) for p in points)
 
 
+def started(proc: subprocess.CompletedProcess[str], case: Case) -> bool:
+    """Whether a process printed anything of `case` (a record, or a stderr line naming one of its points)."""
+    return any(r["case"] == case.id for r in parse_records(proc.stdout)) or any(
+        ln.startswith(f"{case.id} {{") or f" {case.id} {{" in ln for ln in proc.stderr.splitlines()
+    )
+
+
 def point_lines(stderr: str, case_id: str, params: str) -> list[str]:
     """The stderr lines that name one point of one case ('<case> <params>: why', 'static: <case> ...')."""
     key = f"{case_id} {params}"
@@ -107,10 +114,14 @@ def each_alone(
     fails, each case it left unfinished (`points`) gets a process of its own, so a case that crashes or hangs
     takes no other case with it."""
     proc, why = attempt(argv(group), timeout * len(group))
-    for case in group:
-        if not why or len(group) == 1:
-            yield case, proc, why
-        elif proc is not None and finished(proc, case, points(case)):
+    if not why or len(group) == 1:
+        yield from ((case, proc, why) for case in group)
+        return
+    # The process died in the last case it printed something of (or in a later, silent one): the cases before
+    # that one are done, that one and the rest run again, each alone.
+    last = max((i for i, case in enumerate(group) if proc is not None and started(proc, case)), default=-1)
+    for i, case in enumerate(group):
+        if i < last and finished(proc, case, points(case)):
             yield case, proc, ""
         else:
             yield case, *attempt(argv([case]), timeout)

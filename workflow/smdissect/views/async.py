@@ -9,7 +9,6 @@ import altair as alt
 import pandas as pd
 
 from smdissect import report
-from smdissect.crossval import SCHEDULERS
 
 TARGET = 0.90  # TMA bulk best over LDG best that the bulk path should reach
 NEAR_PEAK = 0.90  # a curve point within 10% of its best counts as at the peak
@@ -150,42 +149,28 @@ def _hints(raw: pd.DataFrame | None) -> str:
 
 
 def elect_table(raw: pd.DataFrame | None) -> pd.DataFrame:
-    """Per warp count (metrics step, control, cost, suffixed _<warps>_warps beyond one warp): the elect.sync loop step,
-    the control step, their difference, and that difference per warp of one scheduler; empty without them."""
+    """The elect.sync loop step, the control step, their difference (metrics step, control, cost) and its spread;
+    empty without them."""
     if raw is None or raw.empty:
         return pd.DataFrame()
-    rows = raw[raw["case"] == "elect_sync_cost"]
-    found = rows["metric"].str.extract(r"^(step|control|cost)(?:_(\d+)_warps)?$").dropna(subset=[0])
-    if found.empty:
+    rows = raw[(raw["case"] == "elect_sync_cost") & raw["metric"].isin(["step", "control", "cost"])]
+    if set(rows["metric"]) != {"step", "control", "cost"}:
         return pd.DataFrame()
-    data = rows.loc[found.index].assign(kind=found[0], warps=found[1].fillna("1").astype(int))
-    table = data.pivot_table(index="warps", columns="kind", values="value", aggfunc="median")
-    if not {"step", "control", "cost"} <= set(table.columns):
-        return pd.DataFrame()
-    spread = data[data["kind"] == "cost"].groupby("warps")["value"].agg(lambda v: v.max() - v.min())
-    out = pd.DataFrame({"step (cycle)": table["step"], "control (cycle)": table["control"],
-                        "elect.sync adds (cycle)": table["cost"], "spread": spread})  # fmt: skip
-    out["per warp of a scheduler"] = out["elect.sync adds (cycle)"] / [math.ceil(w / SCHEDULERS) for w in out.index]
-    return out.dropna(subset=["elect.sync adds (cycle)"]).rename_axis("warps").reset_index()
+    median = rows.groupby("metric")["value"].median()
+    cost = rows.loc[rows["metric"] == "cost", "value"]
+    row = {"step (cycle)": median["step"], "control (cycle)": median["control"],
+           "elect.sync adds (cycle)": median["cost"], "spread": cost.max() - cost.min()}  # fmt: skip
+    return pd.DataFrame([row])
 
 
 def elect_sentence(table: pd.DataFrame) -> str:
-    """What the fewest-warps and the most-warps rows of elect_table say: the latency ELECT adds, then its issue cost
-    where the control chains were issue-bound (their step grew with the warps), else that it is still latency."""
-    one, most = table.iloc[0], table.iloc[-1]
-    adds, warps = "elect.sync adds (cycle)", int(one["warps"])
-    text = (
-        f"{warps} warp{'' if warps == 1 else 's'}: a loop step with elect.sync takes {one['step (cycle)']:.1f} cycles, "
-        f"the same step without it {one['control (cycle)']:.1f}: ELECT and the move of its lane id to a register add "
-        f"{one[adds]:.1f} cycles to a dependent chain"
+    """What elect_table says: the latency ELECT adds to one warp's dependent chain."""
+    one = table.iloc[0]
+    return (
+        f"One warp: a loop step with elect.sync takes {one['step (cycle)']:.1f} cycles, the same step without it "
+        f"{one['control (cycle)']:.1f}: ELECT and the move of its lane id to a register add "
+        f"{one['elect.sync adds (cycle)']:.1f} cycles to a dependent chain"
     )
-    if len(table) < 2:
-        return text
-    per = math.ceil(most["warps"] / SCHEDULERS)
-    text += f"; {int(most['warps'])} warps ({per} per scheduler): {most[adds]:.1f} cycles more per step"
-    if most["control (cycle)"] > 1.05 * one["control (cycle)"]:
-        return f"{text}, {most['per warp of a scheduler']:.2f} issue cycles of a scheduler per ELECT and move"
-    return f"{text}, but the control step did not grow with the warps: the schedulers were not the limit (latency)"
 
 
 def _elect(raw: pd.DataFrame | None) -> str:
