@@ -28,7 +28,7 @@ smd_plan.announce(PLAN)
 # Jobs run `python3 -m smdissect`: the installed package, else the one in workflow/.
 shell.prefix(f"export PYTHONPATH={ROOT / 'workflow'}:${{{{PYTHONPATH:-}}}}; ")
 S = PLAN.settings
-GPUS = PLAN.folders  # results/<gpu>/ folders: one, or one per GPU with device: all
+GPUS = PLAN.folders  # results/<gpu>/ folders: one, or one per GPU with device: all or per cluster GPU model
 HEADERS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "kernels" / "common").glob("*.cuh"))
 
 
@@ -54,7 +54,7 @@ include: "rules/report.smk"
 rule all:
     input:
         expand("reports/{gpu}/index.html", gpu=GPUS),
-        expand("reports/{gpu}/compare-paper.html", gpu=GPUS) if PLAN.gpu else [],
+        expand("reports/{gpu}/compare-paper.html", gpu=PLAN.arch_of),
         expand("reports/{gpu}/{category}.html", gpu=GPUS, category=PLAN.families),
         ["reports/gpus.html"] + [f"reports/compare/{GPUS[0]}-vs-{g}.html" for g in GPUS[1:]] if len(GPUS) > 1 else [],
 

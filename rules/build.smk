@@ -11,7 +11,7 @@ rule build:
         nvcc=S["nvcc"],
         toolchain=PLAN.nvcc_version,
         flags=lambda wildcards: PLAN.flags(wildcards.category, wildcards.family),
-    priority: lambda wildcards: 1 if wildcards.arch == PLAN.run_arch else 0  # the GPU stages wait on these
+    priority: lambda wildcards: 1 if wildcards.arch in PLAN.arch_of.values() else 0  # the GPU stages wait on these
     benchmark:
         "benchmarks/build/{arch}/{category}/{family}.tsv"
     log:

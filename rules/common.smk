@@ -7,43 +7,46 @@ def family_files(pattern, profiled=False):
     {category}, {family}."""
 
     def paths(wildcards):
-        fams = (PLAN.profiled if profiled else PLAN.families)[wildcards.category]
+        category = wildcards.category
+        fams = PLAN.profiled_in(category, wildcards.arch) if profiled else PLAN.families[category]
         return expand(pattern, family=fams, allow_missing=True, **wildcards)
 
     return paths
 
 
 def report_inputs(wildcards):
-    """The static SASS tables of every arch, plus the GPU tables when a GPU is here."""
+    """The static SASS tables of every arch, plus the GPU tables of a folder this run fills."""
     fams = PLAN.families[wildcards.category]
     static = "results/static/{arch}/{category}/{family}/{table}.parquet"
     inputs = {
         t: expand(static, arch=PLAN.archs, category=wildcards.category, family=fams, table=t)
         for t in ("sass", "sass_checks", "controlcodes")
     }
-    if PLAN.gpu:
-        gpu_dir = f"results/{wildcards.gpu}/{PLAN.run_arch}/{wildcards.category}"
+    arch = PLAN.arch_of.get(wildcards.gpu)
+    if arch:
+        gpu_dir = f"results/{wildcards.gpu}/{arch}/{wildcards.category}"
         for t in ("raw", "status"):
             inputs[t] = expand(f"{gpu_dir}/{{family}}/{t}.parquet", family=fams)
         for t in ("ncu", "stalls", "pipes"):
-            inputs[t] = expand(f"{gpu_dir}/{{family}}/{t}.parquet", family=PLAN.profiled[wildcards.category])
+            inputs[t] = expand(f"{gpu_dir}/{{family}}/{t}.parquet", family=PLAN.profiled_in(wildcards.category, arch))
         inputs["crossval"] = [f"{gpu_dir}/crossval.parquet"]
     return inputs
 
 
 def folder_raw(folder):
     """The raw tables of a results folder: planned ones for a folder this run fills, else those on disk."""
-    if folder in GPUS and PLAN.gpu:
-        return [path.format(gpu=folder) for path in gpu_tables("raw")]
+    if folder in PLAN.arch_of:
+        return gpu_tables("raw", folder)
     return sorted(Path(f"results/{folder}").rglob("raw.parquet"))
 
 
-def gpu_tables(table):
-    """One GPU table of every family of every category (none without a GPU)."""
-    if not PLAN.gpu:
+def gpu_tables(table, folder):
+    """One GPU table of every family of every category of a results folder (none where this run fills none)."""
+    arch = PLAN.arch_of.get(folder)
+    if not arch:
         return []
     return [
-        f"results/{{gpu}}/{PLAN.run_arch}/{category}/{family}/{table}.parquet"
+        f"results/{folder}/{arch}/{category}/{family}/{table}.parquet"
         for category, fams in PLAN.families.items()
         for family in fams
     ]

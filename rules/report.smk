@@ -25,13 +25,13 @@ rule report:
 rule index:
     input:
         pages=expand("reports/{{gpu}}/{category}.html", category=PLAN.families),
-        raw=gpu_tables("raw"),
-        status=gpu_tables("status"),
-        crossval=(
-            expand("results/{{gpu}}/{arch}/{category}/crossval.parquet", arch=PLAN.run_arch, category=PLAN.families)
-            if PLAN.gpu
-            else []
-        ),
+        raw=lambda wildcards: gpu_tables("raw", wildcards.gpu),
+        status=lambda wildcards: gpu_tables("status", wildcards.gpu),
+        crossval=lambda wildcards: [
+            f"results/{wildcards.gpu}/{PLAN.arch_of[wildcards.gpu]}/{category}/crossval.parquet"
+            for category in PLAN.families
+            if wildcards.gpu in PLAN.arch_of
+        ],
         reference="reference/seed_sm120.csv",
     output:
         report("reports/{gpu}/index.html", caption="../reports/templates/index.rst", category="smdissect"),
@@ -40,7 +40,7 @@ rule index:
         provenance=lambda wildcards: json.dumps(PLAN.provenance(wildcards.gpu)),
         categories=" ".join(PLAN.families),
         archs=" ".join(PLAN.archs),
-        run_arch=PLAN.run_arch or "",
+        run_arch=lambda wildcards: PLAN.arch_of.get(wildcards.gpu, ""),
     log:
         "logs/report/{gpu}/index.log",
     shell:
@@ -54,7 +54,7 @@ rule index:
 # (`snakemake reports/compare/h200-vs-rtx-pro-5000.html` compares results/h200 with results/rtx-pro-5000).
 rule compare_paper:
     input:
-        raw=gpu_tables("raw"),
+        raw=lambda wildcards: gpu_tables("raw", wildcards.gpu),
         reference="reference/seed_sm120.csv",
     output:
         report("reports/{gpu}/compare-paper.html", caption="../reports/templates/compare.rst", category="smdissect"),

@@ -34,7 +34,8 @@ def test_ffma_latency_is_four_cycles_with_sub_cycle_spread() -> None:
 def test_ffma_pipe_counter_matches_the_chain_within_one_percent() -> None:
     cv = read("crossval")
     pipe = cv[(cv.case == "ffma") & cv.check.str.contains("sm__inst_executed_pipe_fma.sum")]
-    assert len(pipe) == 12 and (pipe.rel_err <= 0.01).all() and (pipe.verdict == "agree").all()
+    # ncu profiles the latency point (ilp 1, one warp) and the throughput point (ilp 8, 32 warps)
+    assert len(pipe) == 2 and (pipe.rel_err <= 0.01).all() and (pipe.verdict == "agree").all()
 
 
 def test_every_case_has_verdicts_and_every_disagree_an_explanation() -> None:

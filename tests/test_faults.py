@@ -62,6 +62,7 @@ def test_no_nvcc(workdir: Path) -> None:
         ("nvcc=nvcc;touch PWNED", "config.nvcc"),
         ("ncu=$(touch PWNED)", "config.ncu"),
         ("gpu=h200;touch PWNED", "config.gpu"),
+        ("cluster_gpus={h200: sm_90a;touch PWNED}", "config.cluster_gpus.h200"),
     ],
 )
 def test_shell_in_config_is_rejected(workdir: Path, setting: str, key: str) -> None:

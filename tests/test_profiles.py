@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,23 @@ def test_slurm_dry_run(workdir: Path) -> None:
     dry = snakemake(workdir, "--workflow-profile", "profiles/slurm", "--dry-run")
     assert dry.returncode == 0, dry.stderr[-2000:]
     assert "slurm_partition=cpu" in dry.stdout and "runtime=20" in dry.stdout
+
+
+def test_slurm_plans_every_cluster_gpu_model_from_a_node_without_a_gpu(workdir: Path) -> None:
+    """A login node has no GPU: cluster_gpus names the cluster's models and their archs, and the dry run plans each
+    model's GPU jobs in its own folder, for its own arch, to run as sbatch jobs on a GPU of that model."""
+    models = "cluster_gpus={h200: sm_90a, rtx_pro_5000: sm_120a}"
+    dry = snakemake(workdir, "--workflow-profile", "profiles/slurm", "--dry-run", "--config", models)
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    assert "GPU jobs for the cluster's h200 (sm_90a), rtx_pro_5000 (sm_120a)" in dry.stderr
+    jobs = re.findall(r"rule (run|profile):\n(?:\s+\w+: [^\n]*\n)*?\s+wildcards: gpu=([\w-]+), arch=(\w+)", dry.stdout)
+    planned = {(rule, gpu, arch) for rule, gpu, arch in jobs}
+    assert {("run", "h200", "sm_90a"), ("run", "rtx_pro_5000", "sm_120a"), ("profile", "h200", "sm_90a"),
+            ("profile", "rtx_pro_5000", "sm_120a")} <= planned, dry.stdout[-3000:]  # fmt: skip
+    assert not {gpu for _, gpu, _ in jobs} - {"h200", "rtx_pro_5000"}
+    assert "reports/gpus.html" in dry.stdout  # both models on one page, and their comparison
+    without = snakemake(workdir, "--workflow-profile", "profiles/slurm", "--dry-run")
+    assert "rule run:" not in without.stdout and "no GPU" in without.stderr  # without the mapping: static only
 
 
 def sbatch_calls(workdir: Path, fake: Path, targets: list[str], env: pytest.MonkeyPatch) -> list[list[str]]:

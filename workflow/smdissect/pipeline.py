@@ -95,7 +95,7 @@ def profile(
         ncu.profile(exe, metric_list, report, target, timeout)
     after = device.snapshot(gpu.uuid)
     info = run.provenance(gpu, arch, cuda, category, ROOT) | run.gpu_state(before, after) | {
-        "family": family, "chip": gpu.chip, "ncu": ncu_version, "metrics_dropped": dropped,
+        "family": family, "chip": gpu.chip, "ncu": ncu_version or ncu.version(exe), "metrics_dropped": dropped,
         "command": " ".join(ncu.command(exe, metric_list, report, target)),
     }  # fmt: skip
     tables.write_text(meta, json.dumps(info, indent=1))

@@ -28,6 +28,7 @@ class Plan:
     run_arch: str | None = None
     skipped: dict[str, str] = field(default_factory=dict)
     devices: dict[str, device.Gpu] = field(default_factory=dict)  # results folder -> its GPU (device: all)
+    arch_of: dict[str, str] = field(default_factory=dict)  # results folder this run fills -> its GPU stages' arch
     ncu_version: str = ""  # asked once here, not by every profile job
 
     @property
@@ -39,8 +40,14 @@ class Plan:
 
     @property
     def folders(self) -> list[str]:
-        """Every results/<gpu>/ folder this run fills: one per GPU with device: all, else one."""
-        return list(self.devices) or [self.gpu_name]
+        """Every results/<gpu>/ folder this run fills: one per GPU with device: all (or per cluster GPU model),
+        else one."""
+        return list(self.arch_of) or list(self.devices) or [self.gpu_name]
+
+    def profiled_in(self, category: str, arch: str) -> list[str]:
+        """The families of a category ncu profiles on `arch` (a family of static-only cases there has none)."""
+        kernels = self.root / "kernels"
+        return [f for f in self.profiled[category] if _runs_any(kernels, category, f, arch)]
 
     def device_arg(self, folder: str) -> str:
         """The --device of a GPU job writing results/<folder>/: its GPU's CUDA index, or the configured value."""
@@ -50,7 +57,9 @@ class Plan:
     @property
     def archs(self) -> list[str]:
         """Every arch that is built and SASS-checked."""
-        return sorted(set(self.static_archs) | ({self.run_arch} if self.run_arch else set()))
+        return sorted(
+            set(self.static_archs) | set(self.arch_of.values()) | ({self.run_arch} if self.run_arch else set())
+        )
 
     def flags(self, category: str, family: str) -> str:
         """The nvcc flags of one family: the configured ones, then the family's own from its manifest."""
@@ -69,6 +78,8 @@ class Plan:
         """Static facts for the reports of results/<folder>/ (nothing that changes between two runs, so no
         needless reruns)."""
         facts = {"cuda": self.nvcc_version, "archs": ", ".join(self.archs)}
+        if folder in self.arch_of:
+            facts["arch"] = self.arch_of[folder]
         gpu = self.devices.get(folder or "", self.gpu)
         if gpu:
             facts |= {"gpu": gpu.name, "gpu_uuid": gpu.uuid, "driver": gpu.driver, "sm_count": str(gpu.sm_count),
@@ -90,12 +101,15 @@ def make(raw_config: dict[str, Any], root: Path) -> Plan:
     plan = Plan(settings, nvcc_version, families, profiled, list(settings["static_archs"]), root)
     gpu = device.query(settings["device"] if isinstance(settings["device"], int) else 0)
     if isinstance(gpu, str):
+        if settings["cluster_gpus"]:  # the GPU stages run as cluster jobs, each on a GPU of its folder's model
+            plan.arch_of = dict(settings["cluster_gpus"])
+            return plan
         plan.skipped = {stage: f"no GPU: {gpu}" for stage in GPU_STAGES}
         return plan
     plan.gpu, plan.run_arch = gpu, gpu.arch if settings["arch"] == "auto" else settings["arch"]
     if settings["device"] == "all":
         plan.devices = {f"{plan.gpu_name}-gpu{g.index}": g for g in device.all_gpus() if g.arch == gpu.arch}
-    plan.profiled = {c: [f for f in fs if _runs_any(kernels, c, f, plan.run_arch)] for c, fs in profiled.items()}
+    plan.arch_of = {folder: plan.run_arch for folder in (list(plan.devices) or [plan.gpu_name])}
     if catalog.sm_version(plan.run_arch) > catalog.sm_version(gpu.arch):
         raise SmdissectError(f"arch {plan.run_arch} cannot run on {gpu.name} ({gpu.arch}): set arch: auto")
     exe = build.find_tool(settings["ncu"], "install Nsight Compute or set ncu: in config/config.yaml")
@@ -118,6 +132,9 @@ def announce(plan: Plan) -> None:
     if plan.gpu:
         where = f"{len(plan.devices)} GPUs ({', '.join(plan.devices)})" if plan.devices else plan.gpu.name
         print(f"smdissect: {where} ({plan.run_arch}): {cats}; SASS for {', '.join(plan.archs)}", file=sys.stderr)
+    elif plan.arch_of:
+        models = ", ".join(f"{folder} ({arch})" for folder, arch in plan.arch_of.items())
+        print(f"smdissect: no GPU here; GPU jobs for the cluster's {models}: {cats}", file=sys.stderr)
     else:
         reason = next(iter(plan.skipped.values()))
         print(f"smdissect: {reason}; building and SASS-checking {', '.join(plan.archs)} for {cats}; "
