@@ -76,9 +76,8 @@ def cmd_exec(args: argparse.Namespace) -> None:
     sweep; a failed case is reported on stderr and skipped, so the others are still profiled."""
     binary = Path(args.binary)
     timeout = catalog.family_settings(Path(args.kernels), args.category, args.family)["timeout"]
-    cases = [case for case in _family(args) if not case.unsupported(args.arch)]
     ran = set()
-    for sweep, group in run.batches(cases, catalog.Case.profiled_sweeps):
+    for sweep, group in pipeline.profiled_batches(_family(args), args.arch):
         argv = functools.partial(run.invocation, binary, repeats=1, device_index=args.device, sweep=sweep)
         points = functools.partial(run.point_keys, sweep=sweep)
         for case, _, why in run.each_alone(group, argv, timeout * ncu.REPLAY_SLOWDOWN, points):

@@ -107,11 +107,15 @@ def exec_args(binary: Path, cases: list[catalog.Case], arch: str, index: int, ke
             "--arch", arch, "--family", cases[0].family, "--device", str(index)]  # fmt: skip
 
 
+def profiled_batches(cases: list[catalog.Case], arch: str) -> list[tuple[dict[str, list[int]], list[catalog.Case]]]:
+    """(sweep, cases) for every profiled sweep of the cases `arch` runs: one process each under ncu."""
+    return run.batches([c for c in cases if not c.unsupported(arch)], catalog.Case.profiled_sweeps)
+
+
 def profiled_target(binary: Path, cases: list[catalog.Case], arch: str, index: int) -> list[str]:
     """What ncu launches first: the binary itself, once per sweep of the family's profiled cases (one process,
     or a shell running each in turn): no Python launcher to start under ncu."""
-    groups = run.batches([c for c in cases if not c.unsupported(arch)], catalog.Case.profiled_sweeps)
-    commands = [run.invocation(binary, group, 1, index, sweep) for sweep, group in groups]
+    commands = [run.invocation(binary, group, 1, index, sweep) for sweep, group in profiled_batches(cases, arch)]
     return commands[0] if len(commands) == 1 else ["sh", "-c", " && ".join(map(shlex.join, commands))]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,6 @@ class Plan:
     run_arch: str | None = None
     skipped: dict[str, str] = field(default_factory=dict)
     devices: dict[str, device.Gpu] = field(default_factory=dict)  # results folder -> its GPU (device: all)
-    arch_of: dict[str, str] = field(default_factory=dict)  # results folder this run fills -> its GPU stages' arch
     ncu_version: str = ""  # asked once here, not by every profile job
 
     @property
@@ -42,7 +42,15 @@ class Plan:
     def folders(self) -> list[str]:
         """Every results/<gpu>/ folder this run fills: one per GPU with device: all (or per cluster GPU model),
         else one."""
-        return list(self.arch_of) or list(self.devices) or [self.gpu_name]
+        return list(self.arch_of) or [self.gpu_name]
+
+    @property
+    def arch_of(self) -> dict[str, str]:
+        """Results folder this run fills -> the arch of its GPU stages: the GPU(s) here, else the cluster GPU models
+        of `cluster_gpus` (none: no GPU stages)."""
+        if self.run_arch:
+            return {folder: self.run_arch for folder in (list(self.devices) or [self.gpu_name])}
+        return dict(self.settings.get("cluster_gpus", {}))
 
     def profiled_in(self, category: str, arch: str) -> list[str]:
         """The families of a category ncu profiles on `arch` (a family of static-only cases there has none)."""
@@ -57,9 +65,7 @@ class Plan:
     @property
     def archs(self) -> list[str]:
         """Every arch that is built and SASS-checked."""
-        return sorted(
-            set(self.static_archs) | set(self.arch_of.values()) | ({self.run_arch} if self.run_arch else set())
-        )
+        return sorted(set(self.static_archs) | set(self.arch_of.values()))
 
     def flags(self, category: str, family: str) -> str:
         """The nvcc flags of one family: the configured ones, then the family's own from its manifest."""
@@ -101,15 +107,12 @@ def make(raw_config: dict[str, Any], root: Path) -> Plan:
     plan = Plan(settings, nvcc_version, families, profiled, list(settings["static_archs"]), root)
     gpu = device.query(settings["device"] if isinstance(settings["device"], int) else 0)
     if isinstance(gpu, str):
-        if settings["cluster_gpus"]:  # the GPU stages run as cluster jobs, each on a GPU of its folder's model
-            plan.arch_of = dict(settings["cluster_gpus"])
-            return plan
-        plan.skipped = {stage: f"no GPU: {gpu}" for stage in GPU_STAGES}
+        if not settings["cluster_gpus"]:  # else the GPU stages run as cluster jobs, on a GPU of each folder's model
+            plan.skipped = {stage: f"no GPU: {gpu}" for stage in GPU_STAGES}
         return plan
     plan.gpu, plan.run_arch = gpu, gpu.arch if settings["arch"] == "auto" else settings["arch"]
     if settings["device"] == "all":
         plan.devices = {f"{plan.gpu_name}-gpu{g.index}": g for g in device.all_gpus() if g.arch == gpu.arch}
-    plan.arch_of = {folder: plan.run_arch for folder in (list(plan.devices) or [plan.gpu_name])}
     if catalog.sm_version(plan.run_arch) > catalog.sm_version(gpu.arch):
         raise SmdissectError(f"arch {plan.run_arch} cannot run on {gpu.name} ({gpu.arch}): set arch: auto")
     exe = build.find_tool(settings["ncu"], "install Nsight Compute or set ncu: in config/config.yaml")
@@ -120,6 +123,7 @@ def make(raw_config: dict[str, Any], root: Path) -> Plan:
     return plan
 
 
+@cache
 def _runs_any(kernels: Path, category: str, family: str, arch: str) -> bool:
     """Whether any case of a family runs on `arch` (a family of static-only cases there has nothing to profile)."""
     cases = catalog.families(catalog.load(kernels, category))[family]

@@ -96,13 +96,12 @@ def finished(proc: subprocess.CompletedProcess[str], case: Case, points: list[st
 
 def started(proc: subprocess.CompletedProcess[str], case: Case) -> bool:
     """Whether a process printed anything of `case` (a record, or a stderr line naming one of its points)."""
-    return any(r["case"] == case.id for r in parse_records(proc.stdout)) or any(
-        ln.startswith(f"{case.id} {{") or f" {case.id} {{" in ln for ln in proc.stderr.splitlines()
-    )
+    return any(r["case"] == case.id for r in parse_records(proc.stdout)) or bool(point_lines(proc.stderr, case.id))
 
 
-def point_lines(stderr: str, case_id: str, params: str) -> list[str]:
-    """The stderr lines that name one point of one case ('<case> <params>: why', 'static: <case> ...')."""
+def point_lines(stderr: str, case_id: str, params: str = "{") -> list[str]:
+    """The stderr lines that name one point of one case ('<case> <params>: why', 'static: <case> ...'); by default
+    those naming any of its points (every params JSON starts with '{')."""
     key = f"{case_id} {params}"
     return [ln.strip() for ln in stderr.splitlines() if ln.startswith(key) or f" {key}" in ln]
 
