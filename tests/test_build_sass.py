@@ -124,6 +124,10 @@ class TestProtocol:
             (["--bogus"], "error: unknown argument '--bogus'"),
             ([], "error: no --case given (see --list)"),
             (["--case", "ffma", "--param", "depth=3"], "error: unknown parameter 'depth'"),
+            # every group of a --then line is checked before the GPU is touched (there is none here)
+            (["--case", "ffma", "--then"], "error: no --case given (see --list)"),
+            (["--case", "ffma", "--then", "--case", "nope"], "error: unknown case 'nope' (see --list)"),
+            (["--case", "ffma", "--then", "--case", "ffma", "--param", "depth=3"], "error: unknown parameter 'depth'"),
         ],
     )
     def test_bad_arguments(self, built: dict, args: list[str], message: str) -> None:

@@ -196,19 +196,21 @@ protocol.main({{"first": ok, "crash": crash, "hang": hang, "static": static, "di
 
 
 def test_crashing_and_hung_cases_do_not_take_their_process_group_with_them(tmp_path: Path) -> None:
-    """Cases of one sweep share a process; one that crashes or hangs is rerun alone and fails by itself."""
+    """A family's cases share one process (`--then` between sweeps); one that crashes or hangs is rerun alone and
+    fails by itself."""
     binary = tmp_path / "family"
     binary.write_text(FAMILY.format(python=sys.executable, workflow=str(ROOT / "workflow")))
     binary.chmod(0o755)
-    cases = [catalog.Case("faults", c, "family.py", "", ("latency",), {"n": [1, 2]}, {})
+    cases = [catalog.Case("faults", c, "family.py", "", ("latency",), {"n": [1, 3] if c == "last" else [1, 2]}, {})
              for c in ("first", "crash", "hang", "static", "dies_late", "last")]  # fmt: skip
-    assert run.batches(cases, lambda c: [c.sweep]) == [({"n": [1, 2]}, cases)]
+    assert run.items(cases, lambda c: [c.sweep]) == [(c, c.sweep) for c in cases]
+    assert run.invocation(binary, run.items(cases, lambda c: [c.sweep]), 3, 0).count("--then") == 1
     started = time.monotonic()
     out = run.execute(binary, cases, "sm_90a", 3, 0, timeout=3)
     assert time.monotonic() - started < 15  # the group ends at the crash; the hang alone is killed after 3 s
     status = {(s["case"], s["params"]): (s["status"], s["reason"]) for s in out.status}
-    for case in ("first", "last"):
-        assert [status[(case, f'{{"n":{n}}}')][0] for n in (1, 2)] == ["measured", "measured"]
+    for case, n in (("first", 2), ("last", 3)):
+        assert [status[(case, f'{{"n":{m}}}')][0] for m in (1, n)] == ["measured", "measured"]
     assert status[("crash", '{"n":1}')] == ("failed", "error: illegal memory access (a crashing case)")
     assert status[("hang", '{"n":2}')][0] == "failed" and "killed after 3 s" in status[("hang", '{"n":2}')][1]
     assert status[("static", '{"n":2}')] == ("static", 'static: static {"n":2}: needs 2 GPUs')
@@ -221,11 +223,11 @@ def test_crashing_and_hung_cases_do_not_take_their_process_group_with_them(tmp_p
         ("first", "measured"), ("first", "measured"), ("dies_late", "failed"), ("dies_late", "failed"),
         ("last", "measured"), ("last", "measured")]  # fmt: skip
     assert sorted({(r["case"], r["value"]) for r in out.records}) == [
-        ("first", 1.0), ("first", 2.0), ("last", 1.0), ("last", 2.0), ("static", 1.0)]  # fmt: skip
+        ("first", 1.0), ("first", 2.0), ("last", 1.0), ("last", 3.0), ("static", 1.0)]  # fmt: skip
 
 
-def test_what_ncu_launches_is_the_binary_once_per_profiled_sweep(tmp_path: Path) -> None:
-    """ncu starts the binary itself (no Python launcher): one process per profiled sweep, in a shell when more."""
+def test_what_ncu_launches_is_the_binary_once_over_every_profiled_sweep(tmp_path: Path) -> None:
+    """ncu starts the binary itself (no Python launcher), once: `--then` separates the profiled sweeps."""
     binary = tmp_path / "family"
     binary.write_text(FAMILY.format(python=sys.executable, workflow=str(ROOT / "workflow")))
     binary.chmod(0o755)
@@ -234,9 +236,9 @@ def test_what_ncu_launches_is_the_binary_once_per_profiled_sweep(tmp_path: Path)
              for c in ("first", "last")]  # fmt: skip
     narrowed = [dataclasses.replace(c, profile_sweep={"n": [1]}) for c in cases]
     one = pipeline.profiled_target(binary, narrowed, "sm_90a", 0)
-    assert one[0] == str(binary) and one.count("--case") == 2 and one[-1] == "n=1"
+    assert one[0] == str(binary) and one.count("--case") == 2 and "n=1" in one and "--then" not in one
     two = pipeline.profiled_target(binary, cases, "sm_90a", 0)
-    assert two[:2] == ["sh", "-c"] and two[2].count(str(binary)) == 2
+    assert two[0] == str(binary) and two.count("--then") == 1 and two.count("--case") == 4
     proc = subprocess.run(two, capture_output=True, text=True, check=True)
     seen = sorted((r["case"], r["params"]["n"], len(r["samples"])) for r in run.parse_records(proc.stdout))
     assert seen == [("first", 1, 1), ("first", 3, 1), ("last", 1, 1), ("last", 3, 1)]  # --repeats 1, no n=2

@@ -3,6 +3,7 @@
 // per extra instruction, so loop overhead, clock reads and pipeline drain cancel out.
 #pragma once
 #include <initializer_list>
+#include <type_traits>
 
 #include "harness.cuh"
 
@@ -11,6 +12,13 @@ namespace smd {
 constexpr int kBodyOps = 256;  // instructions per chain-body iteration in the short variant
 constexpr int kIters = 256;    // outer-loop iterations (not unrolled)
 constexpr int kMaxIlp = 8;
+
+// Outer-loop iterations of Op's chains: Op::kIters where an op sets it (a long software sequence needs fewer
+// steps for the same precision), else kIters.
+template <class Op, class = void>
+constexpr int kOpIters = kIters;
+template <class Op>
+constexpr int kOpIters<Op, std::void_t<decltype(Op::kIters)>> = Op::kIters;
 
 template <class Op, int ILP, int DEPTH>
 __global__ void chain_kernel(const typename Op::T* in, typename Op::T* sink, Stamp* stamps, int iters,
@@ -41,7 +49,7 @@ __global__ void chain_kernel(const typename Op::T* in, typename Op::T* sink, Sta
 // One timed launch of chain_kernel<Op, ILP, DEPTH> with `warps` warps; returns its timed span.
 template <class Op, int ILP, int DEPTH>
 Span launch(const typename Op::T* in, typename Op::T* sink, Stamp* stamps, int warps) {
-  chain_kernel<Op, ILP, DEPTH><<<1, warps * 32>>>(in, sink, stamps, kIters, 0);
+  chain_kernel<Op, ILP, DEPTH><<<1, warps * 32>>>(in, sink, stamps, kOpIters<Op>, 0);
   SMD_CHECK(cudaGetLastError());
   SMD_CHECK(cudaDeviceSynchronize());
   std::vector<Stamp> host(warps);
@@ -66,7 +74,7 @@ void measure(const std::string& id, const std::map<std::string, long>& point, in
   launch<Op, ILP, kShort>(in, sink, stamps, warps);  // untimed first launches (module load, icache)
   launch<Op, ILP, kLong>(in, sink, stamps, warps);
   std::vector<double> per_op, per_sm, cycles, mhz;
-  const double extra = double(kIters) * (kLong - kShort);  // extra dependent steps per chain
+  const double extra = double(kOpIters<Op>) * (kLong - kShort);  // extra dependent steps per chain
   int smid = -1;
   for (int r = 0; r < repeats; ++r) {
     Span s, l;
@@ -89,7 +97,7 @@ void measure(const std::string& id, const std::map<std::string, long>& point, in
   SMD_CHECK(cudaFree(in));
   SMD_CHECK(cudaFree(sink));
   SMD_CHECK(cudaFree(stamps));
-  Record rec{id, point, "", "", {}, median(cycles), kIters, median(mhz), smid};
+  Record rec{id, point, "", "", {}, median(cycles), kOpIters<Op>, median(mhz), smid};
   if (ILP == 1 && warps == 1) {
     rec.metric = "latency", rec.unit = "cycle", rec.samples = per_op;
     emit(rec);
@@ -103,7 +111,7 @@ template <class Op, int ILP>
 void list_kernels(std::vector<KernelInfo>& out, const char* op_name) {
   for (int variant = 0; variant < 2; ++variant) {
     const int depth = (variant + 1) * kBodyOps / ILP;
-    out.push_back({{{"ilp", ILP}}, variant ? "long" : "short", long(ILP) * depth, kIters,
+    out.push_back({{{"ilp", ILP}}, variant ? "long" : "short", long(ILP) * depth, kOpIters<Op>,
                    "chain_kernel<" + std::string(op_name) + "," + std::to_string(ILP) + "," + std::to_string(depth) +
                        ">"});
   }
@@ -146,10 +154,12 @@ inline int chain_main(int argc, char** argv, std::initializer_list<ChainCase> ca
     }
     return 0;
   }
-  for (const auto& [key, values] : args.params)
-    if (key != "ilp" && key != "warps") fail("unknown parameter '" + key + "' (chain cases take ilp, warps)", 2);
-  args.params.try_emplace("ilp", std::vector<long>{1});
-  args.params.try_emplace("warps", std::vector<long>{1});
+  for (auto& group : args.groups) {
+    for (const auto& [key, values] : group.params)
+      if (key != "ilp" && key != "warps") fail("unknown parameter '" + key + "' (chain cases take ilp, warps)", 2);
+    group.params.try_emplace("ilp", std::vector<long>{1});
+    group.params.try_emplace("warps", std::vector<long>{1});
+  }
   return run_named(args, cases);
 }
 

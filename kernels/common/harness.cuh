@@ -30,9 +30,15 @@ namespace smd {
 
 // Command line of every benchmark binary: --case ID (repeatable), --param k=v1,v2 (repeatable,
 // the sweep is their cross product), --repeats N, --device N, --list.
-struct Args {
+// Named cases over one sweep (the cross product of `params`).
+struct Group {
   std::vector<std::string> cases;
   std::map<std::string, std::vector<long>> params;
+};
+
+// A command line: one or more groups (`--then` starts the next), run in order in this one process.
+struct Args {
+  std::vector<Group> groups{Group{}};
   int repeats = 9;
   int device = 0;
   bool list = false;
@@ -59,12 +65,14 @@ inline Args parse_args(int argc, char** argv) {
       return argv[++i];
     };
     if (k == "--case") {
-      a.cases.push_back(value());
+      a.groups.back().cases.push_back(value());
     } else if (k == "--param") {
       std::string kv = value();
       auto eq = kv.find('=');
       if (eq == std::string::npos || eq == 0) fail("--param wants k=v1,v2,..., got '" + kv + "'", 2);
-      a.params[kv.substr(0, eq)] = parse_values(kv.substr(0, eq), kv.substr(eq + 1));
+      a.groups.back().params[kv.substr(0, eq)] = parse_values(kv.substr(0, eq), kv.substr(eq + 1));
+    } else if (k == "--then") {
+      a.groups.emplace_back();
     } else if (k == "--repeats") {
       a.repeats = std::atoi(value().c_str());
       if (a.repeats < 1) fail("--repeats must be >= 1", 2);
@@ -73,7 +81,7 @@ inline Args parse_args(int argc, char** argv) {
     } else if (k == "--list") {
       a.list = true;
     } else {
-      fail("unknown argument '" + k + "' (use --case, --param, --repeats, --device, --list)", 2);
+      fail("unknown argument '" + k + "' (use --case, --param, --then, --repeats, --device, --list)", 2);
     }
   }
   return a;
@@ -298,20 +306,25 @@ inline void print_listing(const char* id, const std::vector<KernelInfo>& kernels
   std::printf("%s]}\n", s.c_str());
 }
 
-// Run each named case over the sweep, after selecting the device and warming it up; an unknown case or no
-// case is a one-line error. `Case` has `id` and `run(id, point, repeats)` (FamilyCase, ChainCase).
+// Run each group's named cases over its sweep, after selecting the device and warming it up once; an unknown
+// case or a group without one is a one-line error. `Case` has `id` and `run(id, point, repeats)`.
 template <class Case>
 int run_named(const Args& args, std::initializer_list<Case> cases) {
-  if (args.cases.empty()) fail("no --case given (see --list)", 2);
+  for (const auto& group : args.groups) {
+    if (group.cases.empty()) fail("no --case given (see --list)", 2);
+    for (const auto& id : group.cases) {
+      bool known = false;
+      for (const auto& c : cases) known = known || id == c.id;
+      if (!known) fail("unknown case '" + id + "' (see --list)", 2);
+    }
+  }
   select_device(args.device);
   warm_up();
-  for (const auto& id : args.cases) {
-    const Case* found = nullptr;
-    for (const auto& c : cases)
-      if (id == c.id) found = &c;
-    if (!found) fail("unknown case '" + id + "' (see --list)", 2);
-    for (const auto& point : sweep(args.params)) found->run(id, point, args.repeats);
-  }
+  for (const auto& group : args.groups)
+    for (const auto& id : group.cases)
+      for (const auto& c : cases)
+        if (id == c.id)
+          for (const auto& point : sweep(group.params)) c.run(id, point, args.repeats);
   return 0;
 }
 

@@ -100,6 +100,7 @@ struct DivU32 : U32Op {
 };
 
 struct DivU64 : U64Op {
+  static constexpr int kIters = 32;  // a ~300-cycle call per step: 32 x 256 extra steps per chain suffice
   __device__ static T apply(T x, T a, T) {
     asm volatile("div.u64 %0, %1, %0;" : "+l"(x) : "l"(a));
     return x;
@@ -107,6 +108,7 @@ struct DivU64 : U64Op {
 };
 
 struct RemU64 : U64Op {
+  static constexpr int kIters = 32;  // a ~300-cycle call per step: 32 x 256 extra steps per chain suffice
   __device__ static T apply(T x, T a, T) {
     asm volatile("rem.u64 %0, %1, %0;" : "+l"(x) : "l"(a));
     return x;

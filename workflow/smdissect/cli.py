@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from . import build, catalog, controlcodes, device, ncu, pipeline, run, slots
+from . import build, catalog, controlcodes, device, ncu, pipeline, run, slots, tables
 from .errors import SmdissectError, exit_on_error
 
 # Builds and SASS dumps yield the cores to the GPU jobs that run beside them: a GPU job's host thread spins
@@ -65,26 +65,28 @@ def cmd_sass(args: argparse.Namespace) -> None:
 def cmd_run(args: argparse.Namespace) -> None:
     """Time a family's cases on the GPU into raw.parquet."""
     timeout = catalog.family_settings(Path(args.kernels), args.category, args.family)["timeout"]
-    with _device(args.device) as index:
+    cases = _family(args)
+    with _device(args.device) as index:  # the GPU phase; tables are written after the GPU is free again
         gpu = pipeline.gpu_here(index)
-        run.measure(Path(args.binary), _family(args), gpu, args.arch, args.cuda, args.repeats, timeout,
-                    Path(args.out), Path(args.out_status), pipeline.ROOT)  # fmt: skip
+        raw, status = run.measure(Path(args.binary), cases, gpu, args.arch, args.cuda, args.repeats, timeout,
+                                  pipeline.ROOT)  # fmt: skip
+    tables.write("raw", raw, Path(args.out))
+    tables.write("status", status, Path(args.out_status))
 
 
 def cmd_exec(args: argparse.Namespace) -> None:
-    """Launch every case the arch supports once over its profiled sweeps (what ncu profiles), one process per
-    sweep; a failed case is reported on stderr and skipped, so the others are still profiled."""
+    """Launch every case the arch supports once over its profiled sweeps (what ncu profiles), in one process; a
+    failed case is reported on stderr and skipped, so the others are still profiled."""
     binary = Path(args.binary)
     timeout = catalog.family_settings(Path(args.kernels), args.category, args.family)["timeout"]
+    argv = functools.partial(run.invocation, binary, repeats=1, device_index=args.device)
     ran = set()
-    for sweep, group in pipeline.profiled_batches(_family(args), args.arch):
-        argv = functools.partial(run.invocation, binary, repeats=1, device_index=args.device, sweep=sweep)
-        points = functools.partial(run.point_keys, sweep=sweep)
-        for case, _, why in run.each_alone(group, argv, timeout * ncu.REPLAY_SLOWDOWN, points):
-            if why:
-                print(f"smdissect: {case.id} failed under ncu: {why}", file=sys.stderr)
-            else:
-                ran.add(case.id)
+    for (case, _), _, why in run.each_alone(pipeline.profiled_items(_family(args), args.arch), argv,
+                                            timeout * ncu.REPLAY_SLOWDOWN):  # fmt: skip
+        if why:
+            print(f"smdissect: {case.id} failed under ncu: {why}", file=sys.stderr)
+        else:
+            ran.add(case.id)
     if not ran:
         raise SmdissectError(f"{args.family}: no case ran under ncu (see the run stage's status table)")
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shlex
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -107,16 +106,14 @@ def exec_args(binary: Path, cases: list[catalog.Case], arch: str, index: int, ke
             "--arch", arch, "--family", cases[0].family, "--device", str(index)]  # fmt: skip
 
 
-def profiled_batches(cases: list[catalog.Case], arch: str) -> list[tuple[dict[str, list[int]], list[catalog.Case]]]:
-    """(sweep, cases) for every profiled sweep of the cases `arch` runs: one process each under ncu."""
-    return run.batches([c for c in cases if not c.unsupported(arch)], catalog.Case.profiled_sweeps)
+def profiled_items(cases: list[catalog.Case], arch: str) -> list[run.Item]:
+    """Every (case, profiled sweep) of the cases `arch` runs, in the order one process runs them under ncu."""
+    return run.items([c for c in cases if not c.unsupported(arch)], catalog.Case.profiled_sweeps)
 
 
 def profiled_target(binary: Path, cases: list[catalog.Case], arch: str, index: int) -> list[str]:
-    """What ncu launches first: the binary itself, once per sweep of the family's profiled cases (one process,
-    or a shell running each in turn): no Python launcher to start under ncu."""
-    commands = [run.invocation(binary, group, 1, index, sweep) for sweep, group in profiled_batches(cases, arch)]
-    return commands[0] if len(commands) == 1 else ["sh", "-c", " && ".join(map(shlex.join, commands))]
+    """What ncu launches first: the binary itself over every profiled sweep (one process, no Python launcher)."""
+    return run.invocation(binary, profiled_items(cases, arch), 1, index)
 
 
 def parse_report(report: Path, meta: Path, out_ncu: Path, out_stalls: Path, out_pipes: Path) -> None:

@@ -88,25 +88,33 @@ def torch_on(device: int) -> Any:
 
 
 def main(cases: dict[str, Runner], argv: list[str] | None = None) -> None:
-    """--list prints each case (no kernels of its own); else run the named cases over the sweep's product."""
+    """--list prints each case (no kernels of its own); else run each group's named cases over its sweep's product
+    (`--then` starts the next group, as in the harness)."""
     parser = _Parser(add_help=False)
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--case", action="append", default=[])
     parser.add_argument("--param", action="append", default=[], type=_param)
-    parser.add_argument("--repeats", type=int, default=9)
-    parser.add_argument("--device", type=int, default=0)
-    args = parser.parse_args(argv)
-    if args.repeats < 1:
+    parser.add_argument("--repeats", type=int)
+    parser.add_argument("--device", type=int)
+    words = sys.argv[1:] if argv is None else argv
+    chunks = [list(g) for then, g in itertools.groupby(words, lambda w: w == "--then") if not then] or [[]]
+    groups = [parser.parse_args(chunk) for chunk in chunks]
+    repeats = next((g.repeats for g in reversed(groups) if g.repeats is not None), 9)
+    device = next((g.device for g in reversed(groups) if g.device is not None), 0)
+    if repeats < 1:
         fail("--repeats must be >= 1", 2)
-    if args.list:
+    if any(g.list for g in groups):
         for case in cases:
             print(json.dumps({"case": case, "kernels": []}))
         return
-    if not args.case:
-        fail("no --case given (see --list)", 2)
-    axes = dict(sorted(args.param))
-    for case in args.case:
-        if case not in cases:
-            fail(f"unknown case '{case}' (see --list)", 2)
-        for combo in itertools.product(*axes.values()):
-            cases[case](case, dict(zip(axes, combo, strict=True)), args.repeats, args.device)
+    for group in groups:
+        if not group.case:
+            fail("no --case given (see --list)", 2)
+        unknown = [c for c in group.case if c not in cases]
+        if unknown:
+            fail(f"unknown case '{unknown[0]}' (see --list)", 2)
+    for group in groups:
+        axes = dict(sorted(group.param))
+        for case in group.case:
+            for combo in itertools.product(*axes.values()):
+                cases[case](case, dict(zip(axes, combo, strict=True)), repeats, device)

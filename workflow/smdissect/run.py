@@ -13,10 +13,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from . import device
 from .catalog import Case
 from .device import Gpu
-from .tables import canonical_params, frame, write
+from .tables import canonical_params, frame
 
 # A clock move beyond this (MHz) between the start and the end of a GPU job flags its rows.
 CLOCK_DRIFT_MHZ = 15.0
@@ -43,17 +45,27 @@ class Outcome:
                         for p in case.points()]  # fmt: skip
 
 
-def invocation(
-    binary: Path, cases: list[Case], repeats: int, device_index: int, sweep: dict[str, list[int]] | None = None
-) -> list[str]:
-    """The protocol's command line for `cases` (one process) over `sweep` (default: their shared sweep)."""
+Sweep = dict[str, list[int]]
+Item = tuple[Case, Sweep]  # one case over one sweep: what a failed process reruns alone
+
+
+def invocation(binary: Path, items: list[Item], repeats: int, device_index: int) -> list[str]:
+    """The protocol's command line running `items` in order in one process: consecutive items of one sweep share
+    a group, and `--then` starts the next."""
+    groups: list[tuple[Sweep, list[str]]] = []
+    for case, sweep in items:
+        if groups and groups[-1][0] == sweep:
+            groups[-1][1].append(case.id)
+        else:
+            groups.append((sweep, [case.id]))
     argv = [str(binary.resolve())]
-    for case in cases:
-        argv += ["--case", case.id]
-    argv += ["--repeats", str(repeats), "--device", str(device_index)]
-    for key, values in sorted((sweep or cases[0].sweep).items()):
-        argv += ["--param", f"{key}={','.join(str(v) for v in values)}"]
-    return argv
+    for i, (sweep, ids) in enumerate(groups):
+        argv += ["--then"] if i else []
+        for case_id in ids:
+            argv += ["--case", case_id]
+        for key, values in sorted(sweep.items()):
+            argv += ["--param", f"{key}={','.join(str(v) for v in values)}"]
+    return argv + ["--repeats", str(repeats), "--device", str(device_index)]
 
 
 def point_keys(case: Case, sweep: dict[str, list[int]] | None = None) -> list[str]:
@@ -61,16 +73,14 @@ def point_keys(case: Case, sweep: dict[str, list[int]] | None = None) -> list[st
     return [canonical_params(p) for p in case.points(sweep)]
 
 
-def batches(
-    cases: list[Case], sweeps: Callable[[Case], list[dict[str, list[int]]]]
-) -> list[tuple[dict[str, list[int]], list[Case]]]:
-    """(sweep, cases) for every distinct sweep of `cases` (manifest order kept): one process per sweep spares a
-    CUDA context and a warm-up per case, which is most of a small case's time under ncu."""
-    groups: dict[str, tuple[dict[str, list[int]], list[Case]]] = {}
+def items(cases: list[Case], sweeps: Callable[[Case], list[Sweep]]) -> list[Item]:
+    """Every (case, sweep) of `cases`, the cases of one sweep together (in manifest order): one process runs them
+    all, sparing a CUDA context and a warm-up per case, which is most of a small case's time under ncu."""
+    groups: dict[str, tuple[Sweep, list[Case]]] = {}
     for case in cases:
         for sweep in sweeps(case):
             groups.setdefault(json.dumps(sweep, sort_keys=True), (sweep, []))[1].append(case)
-    return list(groups.values())
+    return [(case, sweep) for sweep, group in groups.values() for case in group]
 
 
 def failure(proc: subprocess.CompletedProcess[str]) -> str:
@@ -88,15 +98,21 @@ def attempt(argv: list[str], timeout: int) -> tuple[subprocess.CompletedProcess[
     return proc, "" if proc.returncode == 0 else failure(proc)
 
 
-def finished(proc: subprocess.CompletedProcess[str], case: Case, points: list[str]) -> bool:
-    """Whether a process accounted for every point of `case`: a record or a stderr line naming it."""
-    seen = {canonical_params(r["params"]) for r in parse_records(proc.stdout) if r["case"] == case.id}
-    return all(p in seen or point_lines(proc.stderr, case.id, p) for p in points)
+def _seen(proc: subprocess.CompletedProcess[str], item: Item) -> list[bool]:
+    """For each point of `item`: whether the process accounted for it (a record or a stderr line naming it)."""
+    case, sweep = item
+    recorded = {canonical_params(r["params"]) for r in parse_records(proc.stdout) if r["case"] == case.id}
+    return [p in recorded or bool(point_lines(proc.stderr, case.id, p)) for p in point_keys(case, sweep)]
 
 
-def started(proc: subprocess.CompletedProcess[str], case: Case) -> bool:
-    """Whether a process printed anything of `case` (a record, or a stderr line naming one of its points)."""
-    return any(r["case"] == case.id for r in parse_records(proc.stdout)) or bool(point_lines(proc.stderr, case.id))
+def finished(proc: subprocess.CompletedProcess[str], item: Item) -> bool:
+    """Whether a process accounted for every point of `item`."""
+    return all(_seen(proc, item))
+
+
+def started(proc: subprocess.CompletedProcess[str], item: Item) -> bool:
+    """Whether a process printed anything of `item` (a record, or a stderr line naming one of its points)."""
+    return any(_seen(proc, item))
 
 
 def point_lines(stderr: str, case_id: str, params: str = "{") -> list[str]:
@@ -107,28 +123,27 @@ def point_lines(stderr: str, case_id: str, params: str = "{") -> list[str]:
 
 
 def each_alone(
-    group: list[Case], argv: Callable[[list[Case]], list[str]], timeout: int, points: Callable[[Case], list[str]]
-) -> Iterator[tuple[Case, subprocess.CompletedProcess[str] | None, str]]:
-    """(case, process, why it failed or '') for every case of `group`, run in one process; when that process
-    fails, each case it left unfinished (`points`) gets a process of its own, so a case that crashes or hangs
-    takes no other case with it."""
-    proc, why = attempt(argv(group), timeout * len(group))
-    if not why or len(group) == 1:
-        yield from ((case, proc, why) for case in group)
+    items: list[Item], argv: Callable[[list[Item]], list[str]], timeout: int
+) -> Iterator[tuple[Item, subprocess.CompletedProcess[str] | None, str]]:
+    """(item, process, why it failed or '') for every item, all run in one process; when that process fails, each
+    item it left unfinished gets a process of its own, so a case that crashes or hangs takes no other with it."""
+    proc, why = attempt(argv(items), timeout * len(items))
+    if not why or len(items) == 1:
+        yield from ((item, proc, why) for item in items)
         return
-    # The process died in the last case it printed something of (or in a later, silent one): the cases before
+    # The process died in the last item it printed something of (or in a later, silent one): the items before
     # that one are done, that one and the rest run again, each alone.
-    last = max((i for i, case in enumerate(group) if proc is not None and started(proc, case)), default=-1)
-    for i, case in enumerate(group):
-        if i < last and finished(proc, case, points(case)):
-            yield case, proc, ""
+    last = max((i for i, item in enumerate(items) if proc is not None and started(proc, item)), default=-1)
+    for i, item in enumerate(items):
+        if i < last and finished(proc, item):
+            yield item, proc, ""
         else:
-            yield case, *attempt(argv([case]), timeout)
+            yield item, *attempt(argv([item]), timeout)
 
 
 def execute(binary: Path, cases: list[Case], arch: str, repeats: int, device_index: int, timeout: int) -> Outcome:
-    """Run every case the arch supports, one process per shared sweep; unsupported cases are static, a failed
-    one does not stop the others."""
+    """Run every case the arch supports, all in one process; unsupported cases are static, a failed one does not
+    stop the others."""
     out = Outcome()
     runnable = []
     for case in cases:
@@ -137,21 +152,24 @@ def execute(binary: Path, cases: list[Case], arch: str, repeats: int, device_ind
             out.mark(case, "static", f"not run: {reason}")
         else:
             runnable.append(case)
+    if not runnable:
+        return out
 
-    def argv(group: list[Case]) -> list[str]:
-        return invocation(binary, group, repeats, device_index)
+    def argv(some: list[Item]) -> list[str]:
+        return invocation(binary, some, repeats, device_index)
 
-    for _, group in batches(runnable, lambda c: [c.sweep]):
-        for case, proc, why in each_alone(group, argv, timeout, point_keys):
-            if why or proc is None:
-                out.mark(case, "failed", why)
-                continue
-            records = [r for r in parse_records(proc.stdout) if r["case"] == case.id]
-            out.records += records
-            seen = {canonical_params(r["params"]) for r in records}
-            for p in point_keys(case):
-                status, reason = ("measured", "") if p in seen else skipped_why(proc.stderr, case.id, p)
-                out.status.append({"case": case.id, "params": p, "status": status, "reason": reason})
+    for (case, sweep), proc, why in each_alone(items(runnable, lambda c: [c.sweep]), argv, timeout):
+        if why or proc is None:
+            out.mark(case, "failed", why)
+            continue
+        points = point_keys(case, sweep)
+        records = [r for r in parse_records(proc.stdout)
+                   if r["case"] == case.id and canonical_params(r["params"]) in points]  # fmt: skip
+        out.records += records
+        seen = {canonical_params(r["params"]) for r in records}
+        for p in points:
+            status, reason = ("measured", "") if p in seen else skipped_why(proc.stderr, case.id, p)
+            out.status.append({"case": case.id, "params": p, "status": status, "reason": reason})
     return out
 
 
@@ -250,13 +268,11 @@ def gpu_state(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
 
 
 def measure(
-    binary: Path, cases: list[Case], gpu: Gpu, arch: str, cuda: str, repeats: int, timeout: int, out: Path,
-    out_status: Path, root: Path,
-) -> None:  # fmt: skip
-    """Time every case of one family: raw.parquet (one row per repeat) and status.parquet (one row per point)."""
+    binary: Path, cases: list[Case], gpu: Gpu, arch: str, cuda: str, repeats: int, timeout: int, root: Path
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Time every case of one family: the raw table (one row per repeat) and the status table (one per point)."""
     before = device.snapshot(gpu.uuid)
     outcome = execute(binary, cases, arch, repeats, gpu.index, timeout)
     after = device.snapshot(gpu.uuid)
     base = provenance(gpu, arch, cuda, cases[0].category, root) | gpu_state(before, after) | {"family": cases[0].family}
-    write("raw", frame("raw", sample_rows(outcome.records, base)), out)
-    write("status", frame("status", [base | row for row in outcome.status]), out_status)
+    return frame("raw", sample_rows(outcome.records, base)), frame("status", [base | row for row in outcome.status])

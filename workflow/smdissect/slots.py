@@ -19,7 +19,7 @@ from .errors import SmdissectError
 LOCK_DIR = Path(".snakemake/smdissect-gpu-locks")
 LOCK_DIR_ENV = "SMDISSECT_GPU_LOCKS"  # overrides LOCK_DIR, e.g. to share the locks of several checkouts
 WAIT_S = 3600.0  # how long a job waits for a free GPU before it fails
-POLL_S = 0.2
+POLL_S = 0.02  # a waiting job takes the GPU within this of its release
 
 
 def lock_dir() -> Path:
