@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import FIXTURES
-from smdissect import device, ncu, parse, run, tables
+from smdissect import device, files, ncu, parse, run, tables
 from smdissect.errors import SmdissectError
 
 REPORTS = sorted((FIXTURES / "h200").glob("*.ncu-rep"))
@@ -71,7 +71,7 @@ def test_failed_write_leaves_no_table(tmp_path: Path) -> None:
     target = tmp_path / "raw.parquet"
     with pytest.raises(SmdissectError, match="lacks columns"):
         tables.write("raw", pd.DataFrame({"case": ["x"]}), target)
-    with pytest.raises(RuntimeError), tables.atomic_path(target) as tmp:
+    with pytest.raises(RuntimeError), files.atomic_path(target) as tmp:
         Path(tmp).write_text("half")
         raise RuntimeError("job died")
     assert list(tmp_path.iterdir()) == []

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import SmdissectError
-from .tables import atomic_path, write_text
+from .files import atomic_path, write_text
 
 
 def find_tool(tool: str, hint: str) -> str:

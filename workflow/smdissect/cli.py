@@ -7,6 +7,7 @@ import functools
 import json
 import os
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,16 +22,22 @@ CPU_STAGE_NICENESS = 10
 
 @contextmanager
 def _device(arg: str) -> Iterator[int]:
-    """The CUDA index a GPU job runs on, held (one lock per GPU UUID) for the whole job so that no other job
-    shares it: the given index, or with `any` a free GPU of device 0's model."""
+    """The CUDA index a GPU job runs on, held (one lock per GPU UUID) for the job's GPU work so that no other job
+    shares it: the given index, or with `any` a free GPU of device 0's model. The job's log gets how long it
+    waited for the GPU and held it (`.ci/stage-times` sums them per stage)."""
     index = None if arg == "any" else int(arg)
     uuids = device.uuids_like(index or 0)
     if isinstance(uuids, str):
         raise SmdissectError(f"this job needs a GPU: {uuids}")
     if index is not None:
         uuids = [u if i == index else None for i, u in enumerate(uuids)]
+    asked = time.monotonic()
     with slots.acquire(uuids) as held:
+        got = time.monotonic()
         yield held
+    print(
+        f"smdissect: GPU {held} held {time.monotonic() - got:.2f} s after a {got - asked:.2f} s wait", file=sys.stderr
+    )
 
 
 def _device_arg(value: str) -> str:

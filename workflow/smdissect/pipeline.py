@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import build, catalog, controlcodes, crossval, device, ncu, parse, run, sass, tables
+from . import build, catalog, controlcodes, crossval, device, files, ncu, parse, run, sass, tables
 from .errors import SmdissectError
 
 REFERENCE = "reference/seed_sm120.csv"
@@ -97,7 +97,7 @@ def profile(
         "family": family, "chip": gpu.chip, "ncu": ncu_version or ncu.version(exe), "metrics_dropped": dropped,
         "command": " ".join(ncu.command(exe, metric_list, report, target)),
     }  # fmt: skip
-    tables.write_text(meta, json.dumps(info, indent=1))
+    files.write_text(meta, json.dumps(info, indent=1))
 
 
 def exec_args(binary: Path, cases: list[catalog.Case], arch: str, index: int, kernels: Path) -> list[str]:

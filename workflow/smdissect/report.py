@@ -13,7 +13,8 @@ from typing import cast
 import altair as alt
 import pandas as pd
 
-from .tables import VERDICTS, write_text
+from .files import write_text
+from .tables import VERDICTS
 
 # Which pipeline stages produce each table: their skip reason explains an empty section.
 STAGES: dict[str, tuple[str, ...]] = {

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .errors import SmdissectError
+from .files import atomic_path
 
 # Who measured what, on which card and toolchain: on every row of every table.
 PROVENANCE = [
@@ -119,24 +117,6 @@ def frame(kind: str, rows: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=SCHEMAS[kind].names)
 
 
-@contextmanager
-def atomic_path(path: str | os.PathLike[str]) -> Iterator[str]:
-    """Yield a temp file beside `path`; it replaces `path` only if the block succeeds."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; results are as readable as any other output
-    try:
-        yield tmp
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def write(kind: str, df: pd.DataFrame, path: str | os.PathLike[str]) -> None:
     """Write table `kind` atomically: a failed job never leaves a half-written table."""
     schema = SCHEMAS[kind]
@@ -160,9 +140,3 @@ def read(kind: str, paths: list[str] | list[Path] | str | Path) -> pd.DataFrame:
     if not frames:
         return frame(kind, [])
     return pd.concat(frames, ignore_index=True)
-
-
-def write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write a text file atomically, like the tables."""
-    with atomic_path(path) as tmp:
-        Path(tmp).write_text(text)
