@@ -2,6 +2,7 @@
 
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 ROOT = Path(workflow.basedir)
 sys.path.insert(0, str(ROOT / "workflow"))
@@ -57,6 +58,13 @@ rule all:
         expand("reports/{gpu}/compare-paper.html", gpu=PLAN.arch_of),
         expand("reports/{gpu}/{category}.html", gpu=GPUS, category=PLAN.families),
         ["reports/gpus.html"] + [f"reports/compare/{GPUS[0]}-vs-{g}.html" for g in GPUS[1:]] if len(GPUS) > 1 else [],
+
+
+# Every table and no page: what a GPU machine without a browser engine runs (the pages come later, from a plain
+# `snakemake` where the tables land, or from .ci/device-reports).
+rule tables:
+    input:
+        [p for g in GPUS for c in PLAN.families for ps in report_inputs(SimpleNamespace(gpu=g, category=c)).values() for p in ps],
 
 
 for _category in PLAN.families:

@@ -300,6 +300,6 @@ def test_dispatch_and_subnormal_run(compiled: Callable[[str, str, str], Path]) -
 @pytest.mark.gpu
 def test_a_point_of_another_class_is_one_line(compiled: Callable[[str, str, str], Path]) -> None:
     binary = compiled("sm_90a", "pipelines", "coissue")
-    argv = [str(binary), "--case", "coissue_ffma", "--param", "x=1", "--param", "y=1"]
+    argv = [str(binary), "--case", "coissue_ffma", "--param", "x=1", "--param", "y=1", "--param", "warps=1"]
     proc = subprocess.run(argv, capture_output=True, text=True)
     assert proc.returncode == 2 and proc.stderr.strip() == "error: coissue_ffma measures class x=0, got x=1"
