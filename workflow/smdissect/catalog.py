@@ -13,6 +13,7 @@ from typing import Any
 import jsonschema
 import yaml
 
+from .config import load_yaml
 from .errors import SmdissectError
 
 # Arch features a case may require, with the SM versions that have them.
@@ -204,7 +205,7 @@ def manifest(kernels: Path, category: str) -> dict[str, Any]:
         known = ", ".join(categories(kernels)) or "none"
         raise SmdissectError(f"unknown category '{category}' (known: {known}): fix categories in config/config.yaml")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = load_yaml(path.read_text())
     except yaml.YAMLError as err:
         raise SmdissectError(f"{path} is not valid YAML ({str(err).splitlines()[0]})") from err
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(MANIFEST_SCHEMA).iter_errors(data))

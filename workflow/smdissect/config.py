@@ -10,12 +10,20 @@ import yaml
 
 from .errors import SmdissectError
 
+# libyaml's loader where PyYAML has it: the manifests are parsed on every snakemake start (the no-change rerun)
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def load_yaml(text: str) -> Any:
+    """Safe-load YAML text (plain data only), with libyaml when available."""
+    return yaml.load(text, Loader=_LOADER)
+
 
 def validate(config: dict[str, Any], schema_path: Path) -> dict[str, Any]:
     """Return `config` with defaults filled; a bad value is a one-line error naming the key."""
     if not isinstance(config, dict):
         raise SmdissectError("config is not a mapping of keys to values: fix config/config.yaml")
-    schema = yaml.safe_load(schema_path.read_text())
+    schema = load_yaml(schema_path.read_text())
     filled = {k: v["default"] for k, v in schema["properties"].items() if "default" in v} | config
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(filled))
     if error is not None:
@@ -27,7 +35,7 @@ def validate(config: dict[str, Any], schema_path: Path) -> dict[str, Any]:
 def check_yaml(path: Path) -> None:
     """Fail with one line (file, line, column, problem) if `path` is not valid YAML."""
     try:
-        yaml.safe_load(path.read_text())
+        load_yaml(path.read_text())
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
