@@ -1,8 +1,8 @@
 """Device slots: concurrent GPU jobs on one host each get a GPU of their own, never one another's.
 
 One lock file per GPU UUID (UUIDs are what NVML and every CUDA_VISIBLE_DEVICES setting agree on), held with
-fcntl.flock for the whole job: the kernel releases it when the holder exits or dies, so a crashed job never
-leaves a GPU locked.
+fcntl.flock for the job's GPU work (its Python start and table writes stay outside, so a second admitted job
+overlaps them): the kernel releases it when the holder exits or dies, so a crashed job never leaves a GPU locked.
 """
 
 from __future__ import annotations
