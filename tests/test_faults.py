@@ -195,6 +195,19 @@ protocol.main({{"first": ok, "crash": crash, "hang": hang, "static": static, "di
 """
 
 
+def test_a_hang_is_silence_not_length() -> None:
+    """A process is killed once it has printed nothing for the timeout, however long it has run before."""
+    talks = "import time\nfor i in range(6):\n    print(i, flush=True); time.sleep(0.4)"
+    started = time.monotonic()
+    proc, why = run.attempt([sys.executable, "-c", talks], timeout=1)
+    assert why == "" and proc is not None and proc.stdout.split() == list("012345")
+    assert time.monotonic() - started > 2  # it ran past the timeout and was not killed
+    started = time.monotonic()
+    proc, why = run.attempt([sys.executable, "-c", "print('one', flush=True); import time; time.sleep(30)"], 1)
+    assert proc is None and why.startswith("killed after 1 s without output")
+    assert time.monotonic() - started < 10
+
+
 def test_crashing_and_hung_cases_do_not_take_their_process_group_with_them(tmp_path: Path) -> None:
     """A family's cases share one process (`--then` between sweeps); one that crashes or hangs is rerun alone and
     fails by itself."""

@@ -7,11 +7,13 @@ import json
 import math
 import os
 import subprocess
+import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pandas as pd
 
@@ -89,13 +91,33 @@ def failure(proc: subprocess.CompletedProcess[str]) -> str:
 
 
 def attempt(argv: list[str], timeout: int) -> tuple[subprocess.CompletedProcess[str] | None, str]:
-    """Run one command: (the process, why it failed or ''); the process is None when a hang was killed after
-    `timeout` s."""
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return None, f"killed after {timeout} s (hung kernel?): raise the family's timeout in cases.yaml if needed"
-    return proc, "" if proc.returncode == 0 else failure(proc)
+    """Run one command: (the process, why it failed or ''); the process is None when it printed nothing for
+    `timeout` s (a hang) and was killed, so a family's process may run long as long as its points keep coming."""
+    out: dict[str, list[str]] = {"stdout": [], "stderr": []}
+    heard = [time.monotonic()]
+
+    def pump(stream: IO[str], lines: list[str]) -> None:
+        for line in stream:
+            lines.append(line)
+            heard[0] = time.monotonic()
+
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        readers = [threading.Thread(target=pump, args=(getattr(proc, k), v), daemon=True) for k, v in out.items()]
+        for reader in readers:
+            reader.start()
+        while True:
+            try:
+                proc.wait(timeout=max(0.0, heard[0] + timeout - time.monotonic()))
+                break
+            except subprocess.TimeoutExpired:
+                if time.monotonic() - heard[0] >= timeout:
+                    proc.kill()
+                    return None, (f"killed after {timeout} s without output (hung kernel?): raise the family's "
+                                  "timeout in cases.yaml if needed")  # fmt: skip
+        for reader in readers:
+            reader.join()
+    done = subprocess.CompletedProcess(argv, proc.returncode, "".join(out["stdout"]), "".join(out["stderr"]))
+    return done, "" if done.returncode == 0 else failure(done)
 
 
 def _seen(proc: subprocess.CompletedProcess[str], item: Item) -> list[bool]:
@@ -127,7 +149,7 @@ def each_alone(
 ) -> Iterator[tuple[Item, subprocess.CompletedProcess[str] | None, str]]:
     """(item, process, why it failed or '') for every item, all run in one process; when that process fails, each
     item it left unfinished gets a process of its own, so a case that crashes or hangs takes no other with it."""
-    proc, why = attempt(argv(items), timeout * len(items))
+    proc, why = attempt(argv(items), timeout)
     if not why or len(items) == 1:
         yield from ((item, proc, why) for item in items)
         return
