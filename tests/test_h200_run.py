@@ -64,9 +64,8 @@ def test_tma_bulk_copies_reach_ninety_percent_of_ldg_in_the_same_run() -> None:
 
 def test_cutlass_gemm_matches_cublas_and_states_its_share_of_peak() -> None:
     m = medians("gemm").pivot_table(index="params", columns="metric", values="median")
-    # cuBLAS's kernel outran ours by 7% at 16384 x 16384 x 4096 before the power cap held both near 676 TFLOPS
-    ratio = m["ratio_to_cublas"]
-    assert len(m) >= 4 and ratio.median() >= 0.95 and (ratio >= 0.9).all() and (m["max_rel_err"] < 0.02).all()
+    ratio = m["ratio_to_cublas"]  # issue 8: >= 0.95 on every shape (both ran under the power cap in this run)
+    assert len(m) >= 4 and (ratio >= 0.95).all() and (m["max_rel_err"] < 0.02).all()
     assert ((m["pct_of_peak_cutlass"] > 50) & (m["pct_of_peak_cutlass"] <= 100)).all()
 
 
