@@ -52,6 +52,19 @@ def test_slurm_plans_every_cluster_gpu_model_from_a_node_without_a_gpu(workdir: 
     assert "rule run:" not in without.stdout and "no GPU" in without.stderr  # without the mapping: static only
 
 
+def test_the_tables_target_plans_every_gpu_stage_and_no_page(workdir: Path) -> None:
+    """`snakemake tables` (a GPU machine without a browser engine) plans run, profile, parse and crossval for every
+    configured category and no report job, even where the tree already holds pages."""
+    (workdir / "reports" / "h200").mkdir(parents=True, exist_ok=True)
+    (workdir / "reports" / "h200" / "latency.html").write_text("<html>a committed page, newer than its sources</html>")
+    dry = snakemake(workdir, "tables", "--dry-run", "--config", "cluster_gpus={h200: sm_90a}")
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    counts = dict(re.findall(r"^(\w+)\s+(\d+)$", dry.stdout, re.M))
+    assert {"run", "profile", "parse", "crossval"} <= counts.keys(), dry.stdout[-2000:]
+    assert not {"report", "index", "compare_paper"} & counts.keys()
+    assert counts["crossval"] == "1"  # the copy configures latency only
+
+
 def sbatch_calls(workdir: Path, fake: Path, targets: list[str], env: pytest.MonkeyPatch) -> list[list[str]]:
     """Run snakemake with the SLURM profile against fake SLURM tools; the argv of every sbatch call."""
     fake.mkdir()
