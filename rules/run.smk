@@ -1,4 +1,4 @@
-# run: time every case of a family on the GPU (clock64, JSON lines) into raw.parquet; one GPU job at a time.
+# run: time every case of a family on the GPU (clock64, JSON lines) into raw.parquet; one job's GPU work at a time.
 rule run:
     input:
         binary="build/{arch}/{category}/{family}",

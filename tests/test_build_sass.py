@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ARCHS, FLAGS, ROOT, run_cli
-from smdissect import build, catalog, pipeline, sass, tables
+from smdissect import build, catalog, pipeline, protocol, sass, tables
 from smdissect.errors import SmdissectError
 
 
@@ -132,8 +132,28 @@ class TestProtocol:
     )
     def test_bad_arguments(self, built: dict, args: list[str], message: str) -> None:
         proc = run_cli(str(built[("sm_90a", "latency", "float")]), *args)
-        assert proc.returncode == 2
+        assert proc.returncode == 2 and proc.stdout == ""  # nothing ran, not even an earlier group
         assert proc.stderr.strip().startswith(message) and len(proc.stderr.strip().splitlines()) == 1
+
+    @pytest.mark.parametrize(
+        ("args", "message"),
+        [
+            (["--case", "ok", "--then"], "error: no --case given (see --list)"),
+            (["--then", "--case", "ok"], "error: no --case given (see --list)"),
+            (["--case", "ok", "--then", "--case", "nope"], "error: unknown case 'nope' (see --list)"),
+            (
+                ["--case", "ok", "--repeats", "0", "--then", "--case", "ok", "--repeats", "3"],
+                "error: --repeats must be",
+            ),
+        ],
+    )
+    def test_a_python_family_reads_then_groups_as_the_harness_does(
+        self, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+    ) -> None:
+        ran = []
+        with pytest.raises(SystemExit) as exit_:
+            protocol.main({"ok": lambda *point: ran.append(point)}, args)
+        assert exit_.value.code == 2 and not ran and capsys.readouterr().err.strip().startswith(message)
 
 
 def test_a_python_family_is_its_own_executable_with_no_sass(tmp_path: Path) -> None:

@@ -167,11 +167,14 @@ def test_interrupted_run_resumes_and_keeps_finished_results(tmp_path: Path) -> N
 
 
 FAMILY = """#!{python}
-import sys, time
+import os, sys, time
 sys.path.insert(0, {workflow!r})
 from smdissect import protocol
 
 def ok(case, point, repeats, device):
+    if os.environ.get("TRACE"):  # which points ran, in how many processes
+        with open(os.environ["TRACE"], "a") as trace:
+            trace.write(f"{{case}} {{point['n']}}\\n")
     protocol.emit(case, point, "latency", "cycle", [float(point["n"])] * repeats)
 
 def crash(case, point, repeats, device):
@@ -203,8 +206,9 @@ def test_a_hang_is_silence_not_length() -> None:
     assert why == "" and proc is not None and proc.stdout.split() == list("012345")
     assert time.monotonic() - started > 2  # it ran past the timeout and was not killed
     started = time.monotonic()
-    proc, why = run.attempt([sys.executable, "-c", "print('one', flush=True); import time; time.sleep(30)"], 1)
-    assert proc is None and why.startswith("killed after 1 s without output")
+    hangs = "import subprocess, time; print('one', flush=True); subprocess.Popen(['sleep', '60']); time.sleep(60)"
+    proc, why = run.attempt([sys.executable, "-c", hangs], 1)  # with a child that holds the pipes too
+    assert why.startswith("killed after 1 s without output") and proc.stdout == "one\n"  # what it printed is kept
     assert time.monotonic() - started < 10
 
 
@@ -237,6 +241,27 @@ def test_crashing_and_hung_cases_do_not_take_their_process_group_with_them(tmp_p
         ("last", "measured"), ("last", "measured")]  # fmt: skip
     assert sorted({(r["case"], r["value"]) for r in out.records}) == [
         ("first", 1.0), ("first", 2.0), ("last", 1.0), ("last", 3.0), ("static", 1.0)]  # fmt: skip
+
+
+def test_a_hang_in_the_shared_process_keeps_what_finished_before_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The family's process is killed at the hang; cases that finished before the last one it printed are kept,
+    that one (it may have died in it) and the rest run again alone."""
+    binary = tmp_path / "family"
+    binary.write_text(FAMILY.format(python=sys.executable, workflow=str(ROOT / "workflow")))
+    binary.chmod(0o755)
+    monkeypatch.setenv("TRACE", str(tmp_path / "trace"))
+    cases = [catalog.Case("faults", c, "family.py", "", ("latency",), {"n": [1, 2]}, {})
+             for c in ("first", "last", "hang", "static")]  # fmt: skip
+    out = run.execute(binary, cases, "sm_90a", 3, 0, timeout=2)
+    status = {(s["case"], s["params"]): s["status"] for s in out.status}
+    assert [status[(c, '{"n":1}')] for c in ("first", "last", "hang", "static")] == [
+        "measured", "measured", "failed", "measured"]  # fmt: skip
+    ran = (tmp_path / "trace").read_text().splitlines()
+    assert ran.count("first 1") == 1  # kept from the killed process
+    assert ran.count("last 1") == 2  # the last case it printed: run again alone
+    assert ran.count("static 1") == 1  # never reached there: run once, alone
 
 
 def test_what_ncu_launches_is_the_binary_once_over_every_profiled_sweep(tmp_path: Path) -> None:

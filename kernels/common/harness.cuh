@@ -28,15 +28,15 @@ namespace smd {
                   ":" + std::to_string(__LINE__) + ")");                                   \
   } while (0)
 
-// Command line of every benchmark binary: --case ID (repeatable), --param k=v1,v2 (repeatable,
-// the sweep is their cross product), --repeats N, --device N, --list.
 // Named cases over one sweep (the cross product of `params`).
 struct Group {
   std::vector<std::string> cases;
   std::map<std::string, std::vector<long>> params;
 };
 
-// A command line: one or more groups (`--then` starts the next), run in order in this one process.
+// Command line of every benchmark binary: --case ID (repeatable), --param k=v1,v2 (repeatable, the sweep is
+// their cross product), --then (the next group of cases and params), --repeats N, --device N, --list. The groups
+// run in order in this one process.
 struct Args {
   std::vector<Group> groups{Group{}};
   int repeats = 9;
@@ -306,30 +306,33 @@ inline void print_listing(const char* id, const std::vector<KernelInfo>& kernels
   std::printf("%s]}\n", s.c_str());
 }
 
+// The case named `id`; an unknown one is a one-line error.
+template <class Case>
+const Case& find_case(const std::string& id, std::initializer_list<Case> cases) {
+  for (const auto& c : cases)
+    if (id == c.id) return c;
+  fail("unknown case '" + id + "' (see --list)", 2);
+}
+
 // Run each group's named cases over its sweep, after selecting the device and warming it up once; an unknown
-// case or a group without one is a one-line error. `Case` has `id` and `run(id, point, repeats)`.
+// case or a group without one is a one-line error, before the GPU is touched. `Case` has `id` and
+// `run(id, point, repeats)`.
 template <class Case>
 int run_named(const Args& args, std::initializer_list<Case> cases) {
   for (const auto& group : args.groups) {
     if (group.cases.empty()) fail("no --case given (see --list)", 2);
-    for (const auto& id : group.cases) {
-      bool known = false;
-      for (const auto& c : cases) known = known || id == c.id;
-      if (!known) fail("unknown case '" + id + "' (see --list)", 2);
-    }
+    for (const auto& id : group.cases) find_case(id, cases);
   }
   select_device(args.device);
   warm_up();
   for (const auto& group : args.groups)
     for (const auto& id : group.cases)
-      for (const auto& c : cases)
-        if (id == c.id)
-          for (const auto& point : sweep(group.params)) c.run(id, point, args.repeats);
+      for (const auto& point : sweep(group.params)) find_case(id, cases).run(id, point, args.repeats);
   return 0;
 }
 
-// main() of a generic family: --list describes every case's kernels; otherwise run the named cases
-// over the sweep, after selecting the device and warming it up.
+// main() of a generic family: --list describes every case's kernels; otherwise run each group's named cases
+// over its sweep, after selecting the device and warming it up.
 inline int family_main(int argc, char** argv, std::initializer_list<FamilyCase> cases) {
   Args args = parse_args(argc, argv);
   if (args.list) {

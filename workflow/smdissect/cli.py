@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from . import build, catalog, controlcodes, device, ncu, pipeline, run, slots, tables
+from . import build, catalog, controlcodes, device, pipeline, run, slots, tables
 from .errors import SmdissectError, exit_on_error
 
 # Builds and SASS dumps yield the cores to the GPU jobs that run beside them: a GPU job's host thread spins
@@ -47,7 +47,7 @@ def _device_arg(value: str) -> str:
     return value
 
 
-def _family(args: argparse.Namespace) -> list:
+def _family(args: argparse.Namespace) -> list[catalog.Case]:
     return pipeline.family_cases(Path(args.kernels), args.category, args.family)
 
 
@@ -87,9 +87,10 @@ def cmd_exec(args: argparse.Namespace) -> None:
     binary = Path(args.binary)
     timeout = catalog.family_settings(Path(args.kernels), args.category, args.family)["timeout"]
     argv = functools.partial(run.invocation, binary, repeats=1, device_index=args.device)
-    ran = set()
-    for (case, _), _, why in run.each_alone(pipeline.profiled_items(_family(args), args.arch), argv,
-                                            timeout * ncu.REPLAY_SLOWDOWN):  # fmt: skip
+    ran: set[str] = set()
+    # each case's silence limit is the family's timeout, so within ncu's limit (3x) a hang is killed and the
+    # rest still run alone
+    for (case, _), _, why in run.each_alone(pipeline.profiled_items(_family(args), args.arch), argv, timeout):
         if why:
             print(f"smdissect: {case.id} failed under ncu: {why}", file=sys.stderr)
         else:

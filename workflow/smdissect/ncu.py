@@ -26,7 +26,8 @@ ALIASES = {"dram__bytes_read": ("dram__bytes_op_read",), "dram__bytes_write": ("
 PIPE = re.compile(r"^sm__inst_executed_pipe_([a-z0-9]+(?:_type_fp16)?)$")
 STALL = re.compile(r"^smsp__average_warps_issue_stalled_([a-z0-9_]+)_per_issue_active$")
 NVTX_FILTER = "regex:^smd:/"  # the harness's one push/pop range per timed launch
-REPLAY_SLOWDOWN = 3  # a profiled family may take this many times its run timeout (replay passes)
+REPLAY_SLOWDOWN = 3  # a whole profile may take this many times the family's timeout (a wall clock, where the
+# run stage's timeout is a silence: see run.attempt)
 
 
 def catalogue(text: str) -> dict[str, str]:

@@ -96,13 +96,17 @@ def main(cases: dict[str, Runner], argv: list[str] | None = None) -> None:
     parser.add_argument("--param", action="append", default=[], type=_param)
     parser.add_argument("--repeats", type=int)
     parser.add_argument("--device", type=int)
-    words = sys.argv[1:] if argv is None else argv
-    chunks = [list(g) for then, g in itertools.groupby(words, lambda w: w == "--then") if not then] or [[]]
+    chunks: list[list[str]] = [[]]
+    for word in sys.argv[1:] if argv is None else argv:
+        if word == "--then":
+            chunks.append([])
+        else:
+            chunks[-1].append(word)
     groups = [parser.parse_args(chunk) for chunk in chunks]
+    if any(g.repeats is not None and g.repeats < 1 for g in groups):
+        fail("--repeats must be >= 1", 2)
     repeats = next((g.repeats for g in reversed(groups) if g.repeats is not None), 9)
     device = next((g.device for g in reversed(groups) if g.device is not None), 0)
-    if repeats < 1:
-        fail("--repeats must be >= 1", 2)
     if any(g.list for g in groups):
         for case in cases:
             print(json.dumps({"case": case, "kernels": []}))

@@ -3,9 +3,11 @@ became of every planned point (measured, static with the reason, failed with the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -41,10 +43,10 @@ class Outcome:
     records: list[dict[str, Any]] = field(default_factory=list)
     status: list[dict[str, str]] = field(default_factory=list)
 
-    def mark(self, case: Case, status: str, reason: str = "") -> None:
-        """The same status for every planned point of `case`."""
+    def mark(self, case: Case, status: str, reason: str = "", sweep: Sweep | None = None) -> None:
+        """The same status for every point of `case` over `sweep` (default: every planned point)."""
         self.status += [{"case": case.id, "params": canonical_params(p), "status": status, "reason": reason}
-                        for p in case.points()]  # fmt: skip
+                        for p in case.points(sweep)]  # fmt: skip
 
 
 Sweep = dict[str, list[int]]
@@ -70,7 +72,7 @@ def invocation(binary: Path, items: list[Item], repeats: int, device_index: int)
     return argv + ["--repeats", str(repeats), "--device", str(device_index)]
 
 
-def point_keys(case: Case, sweep: dict[str, list[int]] | None = None) -> list[str]:
+def point_keys(case: Case, sweep: Sweep | None = None) -> list[str]:
     """The canonical parameter strings of a case's points over `sweep` (default: its whole sweep)."""
     return [canonical_params(p) for p in case.points(sweep)]
 
@@ -90,9 +92,10 @@ def failure(proc: subprocess.CompletedProcess[str]) -> str:
     return (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
 
 
-def attempt(argv: list[str], timeout: int) -> tuple[subprocess.CompletedProcess[str] | None, str]:
-    """Run one command: (the process, why it failed or ''); the process is None when it printed nothing for
-    `timeout` s (a hang) and was killed, so a family's process may run long as long as its points keep coming."""
+def attempt(argv: list[str], timeout: int) -> tuple[subprocess.CompletedProcess[str], str]:
+    """Run one command: (the process with what it printed, why it failed or ''). A process that printed nothing
+    for `timeout` s (a hang) is killed with its process group, and keeps what it printed before, so a family's
+    process may run long as long as its points keep coming."""
     out: dict[str, list[str]] = {"stdout": [], "stderr": []}
     heard = [time.monotonic()]
 
@@ -101,23 +104,29 @@ def attempt(argv: list[str], timeout: int) -> tuple[subprocess.CompletedProcess[
             lines.append(line)
             heard[0] = time.monotonic()
 
-    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+    why = ""
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+                          start_new_session=True) as proc:  # fmt: skip
         readers = [threading.Thread(target=pump, args=(getattr(proc, k), v), daemon=True) for k, v in out.items()]
         for reader in readers:
             reader.start()
-        while True:
-            try:
-                proc.wait(timeout=max(0.0, heard[0] + timeout - time.monotonic()))
-                break
-            except subprocess.TimeoutExpired:
+        try:
+            while proc.poll() is None or any(r.is_alive() for r in readers):  # a child may hold the pipes on
                 if time.monotonic() - heard[0] >= timeout:
-                    proc.kill()
-                    return None, (f"killed after {timeout} s without output (hung kernel?): raise the family's "
-                                  "timeout in cases.yaml if needed")  # fmt: skip
+                    why = (f"killed after {timeout} s without output (hung kernel?): raise the family's timeout "
+                           "in cases.yaml if needed")  # fmt: skip
+                    break
+                for reader in readers:
+                    reader.join(timeout=0.05)
+        finally:  # a hang, or this job interrupted (Ctrl-C): the process and its children stop with it
+            if why or proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
         for reader in readers:
-            reader.join()
+            reader.join(timeout=1)
     done = subprocess.CompletedProcess(argv, proc.returncode, "".join(out["stdout"]), "".join(out["stderr"]))
-    return done, "" if done.returncode == 0 else failure(done)
+    return done, why or ("" if done.returncode == 0 else failure(done))
 
 
 def _seen(proc: subprocess.CompletedProcess[str], item: Item) -> list[bool]:
@@ -137,16 +146,15 @@ def started(proc: subprocess.CompletedProcess[str], item: Item) -> bool:
     return any(_seen(proc, item))
 
 
-def point_lines(stderr: str, case_id: str, params: str = "{") -> list[str]:
-    """The stderr lines that name one point of one case ('<case> <params>: why', 'static: <case> ...'); by default
-    those naming any of its points (every params JSON starts with '{')."""
+def point_lines(stderr: str, case_id: str, params: str) -> list[str]:
+    """The stderr lines that name one point of one case ('<case> <params>: why', 'static: <case> <params>: why')."""
     key = f"{case_id} {params}"
     return [ln.strip() for ln in stderr.splitlines() if ln.startswith(key) or f" {key}" in ln]
 
 
 def each_alone(
     items: list[Item], argv: Callable[[list[Item]], list[str]], timeout: int
-) -> Iterator[tuple[Item, subprocess.CompletedProcess[str] | None, str]]:
+) -> Iterator[tuple[Item, subprocess.CompletedProcess[str], str]]:
     """(item, process, why it failed or '') for every item, all run in one process; when that process fails, each
     item it left unfinished gets a process of its own, so a case that crashes or hangs takes no other with it."""
     proc, why = attempt(argv(items), timeout)
@@ -155,7 +163,7 @@ def each_alone(
         return
     # The process died in the last item it printed something of (or in a later, silent one): the items before
     # that one are done, that one and the rest run again, each alone.
-    last = max((i for i, item in enumerate(items) if proc is not None and started(proc, item)), default=-1)
+    last = max((i for i, item in enumerate(items) if started(proc, item)), default=-1)
     for i, item in enumerate(items):
         if i < last and finished(proc, item):
             yield item, proc, ""
@@ -181,8 +189,8 @@ def execute(binary: Path, cases: list[Case], arch: str, repeats: int, device_ind
         return invocation(binary, some, repeats, device_index)
 
     for (case, sweep), proc, why in each_alone(items(runnable, lambda c: [c.sweep]), argv, timeout):
-        if why or proc is None:
-            out.mark(case, "failed", why)
+        if why:
+            out.mark(case, "failed", why, sweep)
             continue
         points = point_keys(case, sweep)
         records = [r for r in parse_records(proc.stdout)
