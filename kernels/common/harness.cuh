@@ -326,8 +326,10 @@ int run_named(const Args& args, std::initializer_list<Case> cases) {
   select_device(args.device);
   warm_up();
   for (const auto& group : args.groups)
-    for (const auto& id : group.cases)
-      for (const auto& point : sweep(group.params)) find_case(id, cases).run(id, point, args.repeats);
+    for (const auto& id : group.cases) {
+      const Case& c = find_case(id, cases);
+      for (const auto& point : sweep(group.params)) c.run(id, point, args.repeats);
+    }
   return 0;
 }
 

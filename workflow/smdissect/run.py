@@ -4,6 +4,7 @@ became of every planned point (measured, static with the reason, failed with the
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import os
@@ -72,8 +73,8 @@ def invocation(binary: Path, items: list[Item], repeats: int, device_index: int)
     return argv + ["--repeats", str(repeats), "--device", str(device_index)]
 
 
-def point_keys(case: Case, sweep: Sweep | None = None) -> list[str]:
-    """The canonical parameter strings of a case's points over `sweep` (default: its whole sweep)."""
+def point_keys(case: Case, sweep: Sweep) -> list[str]:
+    """The canonical parameter strings of a case's points over `sweep`."""
     return [canonical_params(p) for p in case.points(sweep)]
 
 
@@ -212,9 +213,11 @@ def skipped_why(stderr: str, case_id: str, params: str) -> tuple[str, str]:
     return ("static" if lines[-1].startswith("static:") else "failed"), lines[-1]
 
 
-def parse_records(stdout: str) -> list[dict[str, Any]]:
-    """The protocol's JSON-lines records in a binary's output."""
-    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+@functools.lru_cache(maxsize=4)
+def parse_records(stdout: str) -> tuple[dict[str, Any], ...]:
+    """The protocol's JSON-lines records in a binary's output, parsed once per output: every item of a family's
+    shared process reads the same output, inside the job's hold on the GPU."""
+    return tuple(json.loads(line) for line in stdout.splitlines() if line.startswith("{"))
 
 
 def sample_rows(records: list[dict[str, Any]], base: dict[str, Any]) -> list[dict[str, Any]]:
