@@ -49,6 +49,7 @@ include: "rules/run.smk"
 include: "rules/profile.smk"
 include: "rules/parse.smk"
 include: "rules/crossval.smk"
+include: "rules/figures.smk"
 include: "rules/report.smk"
 
 

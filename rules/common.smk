@@ -30,14 +30,28 @@ def report_inputs(wildcards):
         for t in ("ncu", "stalls", "pipes"):
             inputs[t] = expand(f"{gpu_dir}/{{family}}/{t}.parquet", family=PLAN.profiled_in(wildcards.category, arch))
         inputs["crossval"] = [f"{gpu_dir}/crossval.parquet"]
+        inputs["figures"] = [f"{gpu_dir}/figures.parquet"]
     return inputs
 
 
-def folder_raw(folder):
-    """The raw tables of a results folder: planned ones for a folder this run fills, else those on disk."""
+def category_table(table, folder):
+    """One per-category GPU table (crossval, figures) of every category of a results folder (none where this run
+    fills none)."""
+    arch = PLAN.arch_of.get(folder)
+    return [f"results/{folder}/{arch}/{category}/{table}.parquet" for category in PLAN.families] if arch else []
+
+
+def folder_figures(folder):
+    """The figures tables of a results folder: planned ones for a folder this run fills, else those on disk."""
     if folder in PLAN.arch_of:
-        return gpu_tables("raw", folder)
-    return sorted(Path(f"results/{folder}").rglob("raw.parquet"))
+        return category_table("figures", folder)
+    return sorted(Path(f"results/{folder}").rglob("figures.parquet"))
+
+
+def category_tables(table, folder, category):
+    """One GPU table of every family of one category of a results folder (none where this run fills none)."""
+    arch = PLAN.arch_of.get(folder)
+    return [f"results/{folder}/{arch}/{category}/{family}/{table}.parquet" for family in PLAN.families[category]] if arch else []
 
 
 def gpu_tables(table, folder):

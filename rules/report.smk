@@ -11,7 +11,7 @@ rule report:
         provenance=lambda wildcards: json.dumps(PLAN.provenance(wildcards.gpu)),
         tables=lambda wildcards, input: " ".join(
             f"--{t.replace('_', '-')} {' '.join(input[t])}"
-            for t in ("raw", "status", "ncu", "stalls", "pipes", "crossval", "sass", "sass_checks", "controlcodes")
+            for t in ("raw", "status", "ncu", "stalls", "pipes", "crossval", "figures", "sass", "sass_checks", "controlcodes")
             if t in input.keys()
         ),
     log:
@@ -27,11 +27,8 @@ rule index:
         pages=expand("reports/{{gpu}}/{category}.html", category=PLAN.families),
         raw=lambda wildcards: gpu_tables("raw", wildcards.gpu),
         status=lambda wildcards: gpu_tables("status", wildcards.gpu),
-        crossval=lambda wildcards: [
-            f"results/{wildcards.gpu}/{PLAN.arch_of[wildcards.gpu]}/{category}/crossval.parquet"
-            for category in PLAN.families
-            if wildcards.gpu in PLAN.arch_of
-        ],
+        crossval=lambda wildcards: category_table("crossval", wildcards.gpu),
+        figures=lambda wildcards: category_table("figures", wildcards.gpu),
         reference="reference/seed_sm120.csv",
     output:
         report("reports/{gpu}/index.html", caption="../reports/templates/index.rst", category="smdissect"),
@@ -46,7 +43,7 @@ rule index:
     shell:
         "python3 -m smdissect index --kernels kernels --gpu {wildcards.gpu} --out {output}"
         " --categories {params.categories} --archs {params.archs} --run-arch={params.run_arch:q}"
-        " --raw {input.raw} --status {input.status} --crossval {input.crossval}"
+        " --raw {input.raw} --status {input.status} --crossval {input.crossval} --figures {input.figures}"
         " --skipped {params.skipped:q} --provenance {params.provenance:q} 2> {log} || (cat {log} >&2; exit 1)"
 
 
@@ -54,7 +51,7 @@ rule index:
 # (`snakemake reports/compare/h200-vs-rtx-pro-5000.html` compares results/h200 with results/rtx-pro-5000).
 rule compare_paper:
     input:
-        raw=lambda wildcards: gpu_tables("raw", wildcards.gpu),
+        figures=lambda wildcards: category_table("figures", wildcards.gpu),
         reference="reference/seed_sm120.csv",
     output:
         report("reports/{gpu}/compare-paper.html", caption="../reports/templates/compare.rst", category="smdissect"),
@@ -83,8 +80,8 @@ rule gpus:
 
 rule compare:
     input:
-        a=lambda wildcards: folder_raw(wildcards.a),
-        b=lambda wildcards: folder_raw(wildcards.b),
+        a=lambda wildcards: folder_figures(wildcards.a),
+        b=lambda wildcards: folder_figures(wildcards.b),
     output:
         "reports/compare/{a}-vs-{b}.html",
     log:

@@ -4,9 +4,7 @@ and the report view on frames shaped like a real run."""
 from __future__ import annotations
 
 import importlib
-import itertools
 import json
-import math
 import re
 import subprocess
 from collections import Counter
@@ -16,9 +14,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import ARCHS, ROOT, assert_profile_budget, assert_sass_claims, listing, raw_frame
-from smdissect import catalog, sass
+from smdissect import catalog, figures, report, sass, tables
+from smdissect.checks import judge
+from smdissect.tables import canonical_params
 
 view = importlib.import_module("smdissect.views.async")  # `async` is a keyword: no plain import
+derived = importlib.import_module("smdissect.derived.async_")
 CASES = catalog.load(ROOT / "kernels", "async")
 FAMILIES = sorted(catalog.families(CASES))
 
@@ -54,26 +55,18 @@ def test_bad_parameters_fail_with_one_line(
     assert proc.returncode != 0 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
-LINE = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P(?:T|\d)\s+)?([A-Z][A-Z0-9_.]*)\s*([^;]*);")
 MOVES = {"IMAD.U32", "MOV"}  # how ptxas moves ELECT's uniform lane id to a vector register (sm_90a, sm_120a)
 
 
 def timed_loops(text: str, kernel: str) -> list[Counter[str] | None]:
-    """Per region between consecutive SR_CLOCKLO reads of `kernel`, in order: the opcode counts of its loop (from a
-    backward branch's target to the branch), or None where the region holds no loop."""
-    code, inside = [], False
-    for line in text.splitlines():
-        if m := sass.FUNCTION.match(line):
-            inside = sass.demangle(m.group(1)) == kernel
-        elif inside and (m := LINE.match(line)):
-            target = re.search(r"0x([0-9a-f]+)", m.group(3)) if m.group(2).startswith("BRA") else None
-            code.append((int(m.group(1), 16), m.group(2), m.group(3), int(target.group(1), 16) if target else None))
-    reads = [addr for addr, _, operands, _ in code if "SR_CLOCKLO" in operands]
+    """Per region between consecutive SR_CLOCKLO reads of `kernel` (sass.timed_regions), in order: the opcode counts of
+    its loop (sass.loops: from a backward branch's target to the branch), or None where the region holds no loop."""
+    code = sass.code(text)[kernel]
     loops: list[Counter[str] | None] = []
-    for start, end in itertools.pairwise(reads):
-        back = [(to, addr) for addr, _, _, to in code if start < addr < end and to is not None and start < to < addr]
-        assert len(back) <= 1, f"{kernel}: more than one loop between the clock reads at {start:#x} and {end:#x}"
-        loops.append(Counter(op for addr, op, _, _ in code if back[0][0] <= addr <= back[0][1]) if back else None)
+    for start, end in sass.timed_regions(code):
+        inside = [(a, b) for a, b in sass.loops(code) if start < a and b < end]
+        assert len(inside) <= 1, f"{kernel}: more than one loop between the clock reads at {start:#x} and {end:#x}"
+        loops.append(Counter(i.opcode for i in code if inside[0][0] <= i.offset <= inside[0][1]) if inside else None)
     return loops
 
 
@@ -96,23 +89,32 @@ def test_elect_is_one_per_step_inside_its_timed_loops(compiled: Callable[[str, s
 
 
 DEPTH = {1: 900.0, 2: 1700.0, 4: 3000.0, 8: 3900.0, 16: 4150.0, 32: 4250.0}
+BANDWIDTH = [c for c in CASES if list(c.measures) == ["bandwidth"] and c.id != "bulk_l2_hint"]
+
+
+def test_streams_are_bounded_by_dram_and_must_level_off_along_their_sweeps() -> None:
+    assert {c.id for c in BANDWIDTH} == {"bulk_depth", "bulk_ctas", "tensor_depth", "tensor_ctas", "cp_async_stream",
+                                         "ldg_stream"}  # fmt: skip
+    for case in BANDWIDTH:
+        assert case.peak == "dram" and case.saturate, case.id
+        assert set(case.saturate) <= set(case.sweep), case.id  # an axis the case does not sweep saturates nothing
+        assert all(len(case.sweep[a]) > 1 for a in case.saturate), case.id
+    latency = {c.id: c for c in CASES}
+    assert latency["bulk_latency"].same_as[0]["case"] == "tensor_latency"
+    assert latency["tensor_latency"].same_as[0]["case"] == "bulk_latency"
+    assert latency["bulk_l2_hint"].figures == {"bandwidth": "each"}
 
 
 def test_first_depth_within_ninety_percent() -> None:
-    curve = pd.DataFrame({"outstanding": list(DEPTH), "value": list(DEPTH.values())})
-    assert view.first_reaching(curve, "outstanding") == 8  # 3900 >= 0.9 x 4250 = 3825; 3000 is not
-    assert view.first_reaching(curve, "outstanding", 0.99) == 32
-    assert math.isnan(view.first_reaching(curve.iloc[0:0], "outstanding"))
-
-
-def test_ratio_sentence_states_the_verdict() -> None:
-    assert "0.950" in view.ratio_sentence(3800.0, 4000.0) and "meets" in view.ratio_sentence(3800.0, 4000.0)
-    assert "is below the 0.90 target" in view.ratio_sentence(3000.0, 4000.0)
-    assert "missing" in view.ratio_sentence(math.nan, 4000.0)
+    assert derived.first_reaching(DEPTH) == 8  # 3900 >= 0.9 x 4250 = 3825; 3000 is not
+    assert derived.first_reaching(DEPTH, 0.99) == 32
+    assert derived.first_reaching({}) is None
 
 
 def test_levels_of_footprints() -> None:
-    assert [view.level(kb) for kb in (16, 4096, 1048576)] == ["L1", "L2", "DRAM"]
+    assert [view.level("cp_async_ca_latency", kb) for kb in (16, 4096, 1048576)] == ["L1", "L2", "DRAM"]
+    assert view.level("cp_async_cg_latency", 16) == "L2"  # .cg and the bulk-copy engine bypass the L1
+    assert view.level("bulk_latency", 16) == "L2"
 
 
 ELECT = {"step": [31.0, 31.0], "control": [22.0, 21.8], "cost": [9.0, 9.2]}  # the one point's metrics, in cycles
@@ -126,9 +128,11 @@ def real_shaped_rows(ldg_best: float) -> list[tuple[str, dict[str, int], str, li
              for c in (16, 32, 66, 76, 132)]  # fmt: skip
     rows += [("ldg_stream", {"ctas_per_sm": k, "loads": 8}, "bandwidth", [ldg_best / k]) for k in (1, 2, 4)]
     rows += [
-        ("bulk_latency", {"bytes": 4096, "footprint_kb": kb}, "latency", [v])
+        ("bulk_latency", {"bytes": b, "footprint_kb": kb}, "latency", [v + (b - 4096) / 1024 * 10])
         for kb, v in ((4096, 900.0), (1048576, 1500.0))
+        for b in (4096, 16384)
     ]
+    rows += [("tensor_latency", {"bytes": 4096, "footprint_kb": 4096}, "latency", [910.0])]
     rows += [("cp_async_ca_latency", {"bytes": 16, "footprint_kb": 16}, "latency", [60.0])]
     rows += [("bulk_l2_hint", {"policy": p}, "bandwidth", [v]) for p, v in ((0, 2000.0), (1, 6000.0))]
     rows += [("fence_proxy_async_cost", {}, "cost", [31.0, 33.0])]
@@ -136,34 +140,93 @@ def real_shaped_rows(ldg_best: float) -> list[tuple[str, dict[str, int], str, li
     return rows
 
 
+UNITS = {"bandwidth": "GB/s", "latency": "cycle", "cost": "cycle", "step": "cycle", "control": "cycle"}
+
+
+def with_units(rows: list[tuple[str, dict[str, int], str, list[float]]]) -> pd.DataFrame:
+    """raw_frame of the rows, each metric in the unit the binaries print it in."""
+    raw = raw_frame(rows)
+    return raw.assign(unit=raw["metric"].map(UNITS))
+
+
+def judged(rows: list[tuple[str, dict[str, int], str, list[float]]]) -> dict[str, pd.DataFrame]:
+    """The frames a page of a run of these rows gets: its raw table and its judged figures."""
+    raw = with_units(rows)
+    found = figures.compute(CASES, {"raw": raw}, {}, "sm_90a", "NVIDIA H200")
+    return {"raw": raw, "figures": tables.frame("figures", figures.rows(found, {"category": "async"}))}
+
+
+def by_name(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    return frames["figures"].set_index("figure")
+
+
+def test_derived_figures_on_a_real_shaped_run() -> None:
+    f = by_name(judged(real_shaped_rows(4500.0)))
+    ratio = f.loc["TMA bulk best / LDG.128 best"]
+    assert ratio["value"] == pytest.approx(4255.0 / 4500.0) and ratio["kind"] == "derived"
+    assert ratio["case"] == "bulk_depth" and json.loads(ratio["points"]) == [canonical_params(
+        {"bytes": 4096, "ctas": 0, "outstanding": 32})]  # fmt: skip
+    assert ratio["spread"] == pytest.approx(4260.0 / 4500.0 - 4250.0 / 4500.0)  # over both parts' extremes
+    knee = f.loc["bulk_depth copies in flight per CTA for 90% of its best, bytes=4096"]
+    assert knee["value"] == 8 and len(json.loads(knee["points"])) == 6 and "lower bound" not in knee["derivation"]
+    ctas = f.loc["bulk_ctas CTAs for 90% of its best, outstanding=16"]
+    assert ctas["value"] == 76  # 4180 GB/s from 76 CTAs on: 66 CTAs give 3630 < 0.9 x 4180
+    hint = f.loc["bulk_l2_hint re-read with evict_last working set / no hint"]
+    assert hint["value"] == pytest.approx(3.0) and hint["params"] == canonical_params({"policy": 1})
+    slope = f.loc["bulk_latency cost per KB of one bulk copy, L2"]
+    assert slope["value"] == pytest.approx(10.0) and slope["unit"] == "cycle/KB"  # 120 cycles more for 12 KB more
+    assert "bulk_latency cost per KB of one bulk copy, DRAM" in f.index
+    assert "tensor_latency cost per KB of one tensor copy, L2" not in f.index  # one copy size: no slope
+
+
+def test_a_knee_at_the_end_of_a_rising_sweep_is_a_lower_bound() -> None:
+    rising = [("bulk_ctas", {"bytes": 4096, "ctas": c, "outstanding": 16}, "bandwidth", [c * 20.0])
+              for c in (16, 66, 132, 264)]  # fmt: skip
+    raw = with_units([(case, p, m, [v[0] / 2]) for case, p, m, v in rising])  # below the DRAM peak
+    (knee,) = derived.knees(raw, {})
+    assert knee.value == 264 and "a lower bound" in knee.derivation
+    assert [(c.name, c.verdict) for c in knee.checks] == [("plateau", "disagree")]
+    peak = next(f for f in figures.compute(CASES, {"raw": raw}, {}, "sm_90a", "NVIDIA H200") if f.kind == "peak")
+    status, reason = judge(peak.checks)
+    assert status == "contradicted" and "ctas=132 to 264" in reason  # the peak itself is not saturated
+
+
+def test_tma_and_bulk_latency_check_each_other() -> None:
+    f = by_name(judged(real_shaped_rows(4500.0)))
+    bulk = f.loc["bulk_latency latency at bytes=4096, footprint_kb=4096"]
+    assert "same work: agree" in bulk["checks"] and bulk["status"] == "verified"  # 900 vs 910 cycles: within 5%
+    rows = [r for r in real_shaped_rows(4500.0) if r[0] != "tensor_latency"]
+    rows.append(("tensor_latency", {"bytes": 4096, "footprint_kb": 4096}, "latency", [1200.0]))
+    off = by_name(judged(rows)).loc["bulk_latency latency at bytes=4096, footprint_kb=4096"]
+    assert off["status"] == "contradicted" and "tensor_latency" in off["reason"]
+
+
 def test_view_on_a_real_shaped_run() -> None:
-    html = dict(view.sections({"raw": raw_frame(real_shaped_rows(4500.0))}))
+    html = dict(view.sections(judged(real_shaped_rows(4500.0))))
     depth = html["TMA bandwidth versus copies in flight per CTA"]
-    assert "<svg" in depth and '<td class="num">8</td>' in depth
-    assert '<td class="num">76</td>' in html["TMA bandwidth versus CTAs"]  # 4180 GB/s from 76 CTAs on
+    assert "<svg" in depth and "copies in flight per CTA for 90% of its best, bytes=4096" in depth
+    assert "<td>8.000</td>" in depth and "s-unverified" in depth  # the knee, with its status
+    assert "CTAs for 90% of its best, outstanding=16" in html["TMA bandwidth versus CTAs"]
+    assert "TMA bulk best / LDG.128 best" not in html["TMA bandwidth versus CTAs"]  # stated once, in its section
     versus = html["TMA bulk versus LDG.128 (same run)"]
-    assert "4255 GB/s / LDG.128 best 4500 GB/s = 0.946" in versus and "meets" in versus
+    assert "TMA bulk best / LDG.128 best" in versus and "<td>0.9456</td>" in versus
     latency = html["Dependent copy latency (L1 / L2 / DRAM)"]
-    assert "DRAM (cycle)" in latency and "1500" in latency and "60" in latency
-    assert "evict_last working set" in html["L2 cache hints"] and '<td class="num">3</td>' in html["L2 cache hints"]
+    assert "<td>DRAM</td>" in latency and "<td>1500</td>" in latency and "<td>L1</td>" in latency
+    assert "cost per KB of one bulk copy, L2" in latency
+    hints = html["L2 cache hints"]
+    assert "evict_last working set" in hints and "<td>3.000</td>" in hints and "method: " in hints
     costs = html["Synchronisation costs"]
-    assert "fence_proxy_async" in costs and '<td class="num">32</td>' in costs
-    assert "<td>elect_sync</td>" in costs and '<td class="num">9.1</td>' in costs  # the one-warp cost among the rest
-    # one warp: 31 - 21.9 cycles
-    assert "step without it 21.9: ELECT and the move of its lane id to a register add 9.1 cycles" in costs
+    assert "fence_proxy_async_cost cost" in costs and "<td>32.00</td>" in costs
+    assert "elect_sync_cost cost" in costs and "<td>9.100</td>" in costs  # the one-warp cost
+    assert "elect_sync_cost control" in costs and "<td>21.90</td>" in costs
 
 
-def test_elect_table_is_the_medians_and_the_cost_spread() -> None:
-    table = view.elect_table(raw_frame(real_shaped_rows(4500.0)))
-    assert table.round(2).to_dict("records") == [
-        {"step (cycle)": 31.0, "control (cycle)": 21.9, "elect.sync adds (cycle)": 9.1, "spread": 0.2}
-    ]
-    assert view.elect_table(raw_frame(real_shaped_rows(4500.0)[:-1])).empty  # no cost samples: no table
-
-
-def test_view_says_why_the_ratio_is_low() -> None:
-    versus = dict(view.sections({"raw": raw_frame(real_shaped_rows(6000.0))}))["TMA bulk versus LDG.128 (same run)"]
-    assert "0.709 (same binary" in versus and "is below" in versus and "is still rising" in versus
+def test_every_number_of_the_view_is_a_figure() -> None:
+    frames = judged(real_shaped_rows(4500.0))
+    html = "".join(body for _, body in view.sections(frames))
+    shown = set(re.findall(r"<td(?: class=\"num\")?>(-?[0-9][0-9.e+]*)</td>", html))
+    stated = {report.number(v) for v in frames["figures"]["value"]}
+    assert shown and shown <= stated, shown - stated
 
 
 @pytest.mark.parametrize("frames", [{}, {"raw": pd.DataFrame()}])

@@ -4,7 +4,6 @@ manifest, the torch SDPA script's protocol without torch, and the report view on
 from __future__ import annotations
 
 import json
-import math
 import subprocess
 import sys
 from collections.abc import Callable
@@ -13,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import ARCHS, ROOT, assert_sass_claims, listing, raw_frame
-from smdissect import catalog, sass
+from smdissect import catalog, figures, sass, tables
 from smdissect.views import attention as view
 
 CASES = catalog.load(ROOT / "kernels", "attention")
@@ -102,27 +101,72 @@ def real_shaped_run() -> pd.DataFrame:
     return raw_frame(rows, arch="sm_90a", category="attention", iterations=64)
 
 
+def judged(raw: pd.DataFrame) -> dict[str, figures.Figure]:
+    return {f.name: f for f in figures.compute(CASES, {"raw": raw}, {}, "sm_90a", "NVIDIA H200")}
+
+
+def split(found: dict[str, figures.Figure], metric: str) -> figures.Figure:
+    (hit,) = [f for f in found.values() if f.case == "tile_full" and f.metric == metric]
+    return hit
+
+
 def test_decomposition_from_the_variants() -> None:
-    (row,) = view.decomposition(real_shaped_run()).to_dict("records")
-    assert row["full (cycle/tile)"] == 1000 and row["no_qk_no_pv (cycle/tile)"] == 500
-    assert row["softmax share (%)"] == pytest.approx(40.0) and row["tensor share (%)"] == pytest.approx(50.0)
-    assert row["QK + PV removed (%)"] == pytest.approx(47.0)
-    assert row["2nd softmax adds (%)"] == pytest.approx(35.0) and row["2nd QK adds (%)"] == pytest.approx(26.0)
-    assert row["softmax share, alternating (%)"] == pytest.approx(40.0)
-    assert row["tensor share, alternating (%)"] == pytest.approx(50.5)
+    found = judged(real_shaped_run())
+    assert split(found, "softmax_share").value == pytest.approx(40.0)
+    assert split(found, "tensor_share").value == pytest.approx(50.0)
+    assert split(found, "qk_pv_removed").value == pytest.approx(47.0)
+    assert split(found, "second_softmax_adds").value == pytest.approx(35.0)
+    assert split(found, "second_qk_adds").value == pytest.approx(26.0)
+    soft = split(found, "softmax_share")
+    # its spread: every value the samples allow, full at 998..1002 and no_softmax at 598..602 cycles per tile
+    assert soft.spread == pytest.approx(100 * ((1002 - 598) / 1002 - (998 - 602) / 998))
+    assert soft.kind == "derived" and soft.points == (tables.canonical_params(POINT),) and soft.samples == 6
+    assert "(full - no_softmax) / full" in soft.derivation
+    # the share cases' own alternating measurements stay their own figures beside the derived ones
+    assert found["softmax_share softmax_share"].value == pytest.approx(40.0)
+    assert found["tensor_share tensor_share"].value == pytest.approx(50.5)
 
 
 def test_throughput_beside_torch() -> None:
-    table = view.throughput(real_shaped_run()).set_index("dtype")
-    assert table.loc["bf16", "flash / torch"] == pytest.approx(210.0 / 410.0)
-    assert math.isnan(table.loc["f16", "flash (TFLOPS)"]) and table.loc["f16", "torch SDPA (TFLOPS)"] == 430.0
+    found = judged(real_shaped_run())
+    (ratio,) = [f for f in found.values() if f.metric == "over_torch_sdpa"]
+    assert ratio.value == pytest.approx(210.0 / 410.0) and json.loads(ratio.params)["dtype"] == 0
+    assert ratio.spread == pytest.approx(220 / 400 - 200 / 420)
+    # f16 was measured by torch alone: no ratio; ms is the same measurement as TFLOPS: no figure of its own
+    assert len([f for f in found.values() if f.case == "torch_sdpa" and f.metric == "tflops"]) == 2
+    assert not any(f.metric == "ms" for f in found.values())
+
+
+def figures_frame(raw: pd.DataFrame) -> pd.DataFrame:
+    found = figures.compute(CASES, {"raw": raw}, {}, "sm_90a", "NVIDIA H200")
+    prov = {"gpu": "NVIDIA H200", "arch": "sm_90a", "category": "attention"}
+    return tables.frame("figures", figures.rows(found, prov))
 
 
 def test_view_on_a_real_shaped_run() -> None:
-    html = dict(view.sections({"raw": real_shaped_run()}))
-    split = html["FlashAttention-2 tile loop: softmax vs tensor core per tile"]
-    assert "<svg" in split and "paper sm_120" in split and "63.1" in split and ">40<" in split
+    raw = real_shaped_run()
+    table = figures_frame(raw)
+    html = dict(view.sections({"raw": raw, "figures": table}))
+    part = html["FlashAttention-2 tile loop: softmax vs tensor core per tile"]
+    assert "<svg" in part and "paper sm_120" in part and "63.1" in part and ">40.00<" in part
+    assert "tile_full QK + PV removed" in part and "tile_no_qk_no_pv cycles_per_tile" in part
+    assert "s-unverified" in part  # every figure with its status
     assert "0.5122" in html["Whole-kernel TFLOPS: this kernel and PyTorch SDPA"]
+    rows = view.decomposition(table)
+    assert rows["metric"].tolist()[:2] == ["softmax_share", "softmax_share"]  # derived and alternating side by side
+
+
+def test_committed_h200_split() -> None:
+    paths = sorted((ROOT / "reports" / "h200" / "tables" / "sm_90a" / "attention").glob("*/raw.parquet"))
+    if not paths:
+        pytest.skip("no committed H200 attention run")
+    found = judged(tables.read("raw", paths))
+    shares = {f.params: f.value for f in found.values() if f.case == "tile_full" and f.metric == "softmax_share"}
+    alternating = {f.params: f.value for f in found.values() if f.case == "softmax_share"}
+    assert set(shares) == set(alternating) and len(shares) == 4
+    for params, value in shares.items():  # the two ways of measuring the softmax share agree within 3 points
+        assert abs(value - alternating[params]) < 3, params
+    assert all(0 < v < 63.1 for v in shares.values())  # well below the seed paper's sm_120 share
 
 
 @pytest.mark.parametrize("frames", [{}, {"raw": pd.DataFrame()}])

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import ARCHS, FLAGS, ROOT, run_cli
+from conftest import ARCHS, FLAGS, ROOT, assert_sass_claims, run_cli
 from smdissect import build, catalog, pipeline, protocol, sass, tables
 from smdissect.errors import SmdissectError
 
@@ -24,7 +25,7 @@ def test_every_case_matches_its_sass_claims(built: dict, arch: str, tmp_path: Pa
         listed = {e["case"] for e in json.loads(binary.with_suffix(".json").read_text()) if e["kernels"]}
         assert set(checks.case) == listed, "a case with kernels has no SASS check"
         failed = checks[checks.verdict == "disagree"]
-        assert failed.empty, failed[["case", "kernel", "opcode", "expect", "count"]].to_string()
+        assert failed.empty, failed[["case", "kernel", "opcode", "expect", "scope", "count"]].to_string()
 
 
 def test_listing_matches_the_sass_kernels(built: dict) -> None:
@@ -169,3 +170,140 @@ def test_a_python_family_is_its_own_executable_with_no_sass(tmp_path: Path) -> N
                          out / "c.parquet", out / "cc.parquet")  # fmt: skip
     assert tables.read("sass", out / "s.parquet").empty and tables.read("sass_checks", out / "c.parquet").empty
     assert tables.read("controlcodes", out / "cc.parquet").empty
+
+
+# --- timed loops: the claimed instruction once per step inside the loop the clock reads time -----------------------
+# Expectations in terms of `ops` are counted in one pass of the kernel's timed loop (sass.timed_loop); these tests
+# pin the kernels whose timed work the compiler had changed while every whole-kernel count still passed.
+
+FIXED = [("tensorcore", "mma"), ("pipelines", "integer"), ("memory", "atomics"), ("interconnect", "ping_pong"),
+         ("cluster", "pingpong"), ("async", "stream")]  # fmt: skip
+
+
+def loops_of(binary: Path, arch: str, prefix: str) -> dict[str, tuple[int, Counter[str]]]:
+    """Kernel symbol -> (listed ops, opcode counts of one pass of its timed loop), for the kernels named prefix..."""
+    code = sass.code(sass.dump(binary, arch))
+    listed = {k["symbol"]: k["ops"] for e in json.loads(binary.with_suffix(".json").read_text()) for k in e["kernels"]}
+    found = {s: (ops, sass.loop_opcodes(code[s])) for s, ops in listed.items() if s.startswith(prefix)}
+    assert found, f"no kernel {prefix}... listed"
+    return found
+
+
+@pytest.mark.parametrize(("category", "family"), FIXED)
+@pytest.mark.parametrize("arch", ARCHS)
+def test_fixed_families_hold_their_claims_per_pass_of_the_timed_loop(compiled, arch: str, category: str,
+                                                                      family: str) -> None:  # fmt: skip
+    cases = catalog.families(catalog.load(ROOT / "kernels", category))[family]
+    assert_sass_claims(compiled(arch, category, family), arch, cases)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_fp8_mma_issues_its_emulation_inside_the_timed_loop(compiled, arch: str) -> None:
+    """sm_90a emulates fp8 mma.sync (F2FP converts, 2 HMMA.16816, FADDs): with constant A and B ptxas hoisted the
+    HMMAs and timed 4 FADDs a step. Each step now converts A and issues both HMMAs; sm_120a issues one QMMA."""
+    binary = compiled(arch, "tensorcore", "mma")
+    for fmt in ("E4m3", "E5m2"):
+        for symbol, (ops, loop) in loops_of(binary, arch, f"tc_kernel<{fmt}F32,").items():
+            if arch == "sm_90a":
+                assert sass.count(loop, "HMMA.16816.F32") == 2 * ops and sass.count(loop, "QMMA") == 0, (symbol, loop)
+                assert sass.count(loop, f"F2FP.F16.{fmt.upper()}.UNPACK_B") >= 8 * ops, (symbol, loop)  # all of A
+                assert sass.count(loop, "FADD") == 4 * ops and sass.count(loop, "LOP3") == 4 * ops, (symbol, loop)
+            else:
+                assert sass.count(loop, "QMMA") == ops and sass.count(loop, "HMMA") == 0, (symbol, loop)
+                assert sass.count(loop, "LOP3") == sass.count(loop, "F2FP") == 0, (symbol, loop)  # no sm_90 feed
+    for symbol, (ops, loop) in loops_of(binary, arch, "tc_kernel<F16F32,").items():  # the formats around: untouched
+        assert sass.count(loop, "HMMA") == ops and sass.count(loop, "LOP3") == sass.count(loop, "FADD") == 0, symbol
+
+
+def test_a_hoisted_fp8_mma_fails_its_loop_claim(tmp_path: Path) -> None:
+    """The kernel as it was (A and B constant): its whole-kernel HMMA count looks fine, the loop claim does not."""
+    source = tmp_path / "hoisted.cu"
+    source.write_text(
+        f'#include "{ROOT}/kernels/tensorcore/ops.cuh"\n'
+        'SMD_MMA424(E4m3Const, true, "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", SMD_UNSCALED, 0,\n'
+        "           0x20202020u, 0x20202020u, true, 16, 8, 32, tensor, 1);\n"
+        'int main(int c, char** v) { return smd::family_main(c, v, {tc::warp_case<E4m3Const>("e4m3")}); }\n'
+    )
+    binary = tmp_path / "hoisted"
+    build.compile_family("nvcc", source, binary, ["sm_90a"], ROOT / "kernels" / "common", FLAGS)
+    build.write_listing(binary, binary.with_suffix(".json"))
+    case = next(c for c in catalog.load(ROOT / "kernels", "tensorcore") if c.id == "mma_e4m3_f32")
+    ops, loop = loops_of(binary, "sm_90a", "tc_kernel<E4m3Const,1,64>")["tc_kernel<E4m3Const,1,64>"]
+    rows = [r for r in sass.check(case, sass.opcodes(sass.dump(binary, "sm_90a"))["tc_kernel<E4m3Const,1,64>"],
+                                  ops, loop) if r["scope"] == "loop"]  # fmt: skip
+    assert rows and all(r["verdict"] == "disagree" for r in rows if r["expect"] == ">= ops"), rows
+    assert sass.count(loop, "FADD") == 4 * ops and sass.count(loop, "HMMA") < ops, loop  # the FADDs are all it times
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_iadd64_is_one_unfused_add_per_step(compiled, arch: str) -> None:
+    """A chain x += a let ptxas fuse two add.u64 into one three-input IADD3 + IADD3.X: half the steps. The Fibonacci
+    step x, y -> x + y, x keeps every sum: one 64-bit add per step (two halves on sm_90a, IADD.64 on sm_120a)."""
+    for symbol, (ops, loop) in loops_of(compiled(arch, "pipelines", "integer"), arch, "chain_kernel<Iadd64,").items():
+        if arch == "sm_90a":
+            assert loop["IADD3"] == ops and loop["IMAD.X"] + loop["IADD3.X"] == ops, (symbol, loop)
+        else:
+            assert loop["IADD.64"] == ops and sass.count(loop, "IADD3") == 0, (symbol, loop)
+
+
+def test_a_fused_add_chain_fails_its_loop_claim(tmp_path: Path) -> None:
+    source = tmp_path / "fused.cu"
+    source.write_text(
+        '#include "chain.cuh"\n'
+        "struct Add64 { using T = unsigned long long;\n"
+        "  static void seed(T* in) { for (int i = 0; i < 10; ++i) in[i] = 3u * i + 1u; }\n"
+        "  __device__ static T apply(T x, T a, T) {\n"
+        '    asm volatile("add.u64 %0, %0, %1;" : "+l"(x) : "l"(a)); return x; } };\n'
+        'int main(int c, char** v) { return smd::chain_main(c, v, {SMD_CHAIN_CASE("iadd64", Add64)}); }\n'
+    )
+    binary = tmp_path / "fused"
+    build.compile_family("nvcc", source, binary, ["sm_90a"], ROOT / "kernels" / "common", FLAGS)
+    build.write_listing(binary, binary.with_suffix(".json"))
+    case = next(c for c in catalog.load(ROOT / "kernels", "pipelines") if c.id == "iadd64")
+    symbol = "chain_kernel<Add64,1,512>"
+    ops, loop = loops_of(binary, "sm_90a", symbol)[symbol]
+    rows = sass.check(case, sass.opcodes(sass.dump(binary, "sm_90a"))[symbol], ops, loop)
+    assert loop["IADD3"] == loop["IADD3.X"] == ops // 2, loop  # the fusion, as the H200 run timed it
+    assert any(r["verdict"] == "disagree" and r["scope"] == "loop" for r in rows), rows
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_atomic_chains_time_the_bare_atomic(compiled, arch: str) -> None:
+    """On a provably warp-uniform address nvcc made each u32 atomicAdd of the latency chain a warp-aggregated sequence
+    (VOTE.ANY, SHFL.UP scan, a second atomic): the address now depends on threadIdx.x. The throughput kernel's
+    atomics sit in an outer loop, so that where each is a CAS retry loop the timed loop is still all of them."""
+    binary = compiled(arch, "memory", "atomics")
+    for symbol, (ops, loop) in loops_of(binary, arch, "atomic_latency<").items():
+        atoms = sass.count(loop, "ATOMG") + sass.count(loop, "ATOMS")
+        assert atoms == ops and not (sass.count(loop, "VOTE") or sass.count(loop, "SHFL")), (symbol, loop)
+    for symbol, (ops, loop) in loops_of(binary, arch, "atomic_throughput<Add,").items():
+        atoms = sum(sass.count(loop, op) for op in ("ATOMS", "ATOMG", "REDG"))
+        assert atoms == ops == 64, (symbol, loop)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_ping_pong_times_whole_round_trips(compiled, arch: str) -> None:
+    """The clock read that starts the timing sat inside the round loop, so the loop between the reads was the last
+    round's poll loop; with the warm and the timed rounds in two loops, one pass is a poll and a release store."""
+    binary = compiled(arch, "interconnect", "ping_pong")
+    code = sass.code(sass.dump(binary, arch))["ping_pong"]
+    first, last, what = sass.timed_loop(code)
+    assert what == "loop between the clock reads"
+    assert any(first <= a and b < last for a, b in sass.loops(code)), "the poll loop is inside the timed loop"
+    loop = sass.loop_opcodes(code)
+    assert loop["STG.E.STRONG.SYS"] == loop["LDG.E.STRONG.SYS"] == loop["MEMBAR.ALL.SYS"] == 1, loop
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_half_chains_name_the_forms_they_time(compiled, arch: str) -> None:
+    """fma.rn.f16x2 is HFMA2 and HFMA2.MMA in turn on sm_90a in the latency and pipelines chains, but HFMA2 alone in
+    the power kernel (its rate is one form's); add/mul chains alternate HADD2/HMUL2 with HFMA2 on both archs."""
+    for category, family in (("latency", "float"), ("pipelines", "half")):
+        for symbol, (ops, loop) in loops_of(compiled(arch, category, family), arch, "chain_kernel<Hfma2,").items():
+            mma = loop["HFMA2.MMA"]
+            assert loop["HFMA2"] + mma == ops and mma == (ops // 2 if arch == "sm_90a" else 0), (category, symbol)
+    for name, other in (("Hadd2", "HADD2"), ("Hmul2", "HMUL2")):
+        for symbol, (ops, loop) in loops_of(compiled(arch, "pipelines", "half"), arch, f"chain_kernel<{name},").items():
+            assert loop[other] == sass.count(loop, "HFMA2") == ops // 2, (symbol, loop)
+    for symbol, (ops, loop) in loops_of(compiled(arch, "power", "power"), arch, "power_kernel<Hfma2>").items():
+        assert loop["HFMA2"] == ops and loop["HFMA2.MMA"] == 0, (symbol, loop)

@@ -4,6 +4,7 @@ errors for bad parameters, and the report view on frames shaped like a real run.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -11,7 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import ARCHS, ROOT, assert_profile_budget, assert_sass_claims, raw_frame
-from smdissect import catalog, report, sass
+from smdissect import catalog, figures, report, sass, tables
+from smdissect.derived.cluster import sm_groups
 from smdissect.tables import canonical_params
 from smdissect.views import cluster as view
 
@@ -89,43 +91,121 @@ def run_rows() -> list[tuple[str, dict[str, int], str, list[float]]]:
     return rows
 
 
-def test_dsmem_tables_compute_hop_and_ratios() -> None:
-    raw = raw_frame(run_rows(), variant="timed")
-    latency = report.points(raw, list(view.CHASES), "latency", ["cluster"])
-    hop = view.remote_hop(latency).set_index("cluster")
-    assert hop.loc[8, "remote hop (cycle)"] == pytest.approx(168.0)
-    assert hop.loc[2, "peer / local"] == pytest.approx(202.0 / 30.0)
-    streams = report.points(raw, list(view.STREAMS), "bandwidth_per_sm", ["cluster"])
-    ratio = view.bandwidth_ratio(streams).set_index(["cluster", "direction"])
-    assert ratio.loc[(4, "read"), "DSMEM / local"] == pytest.approx(0.25)
-    assert ratio.loc[(4, "write"), "DSMEM / local"] == pytest.approx(0.25)
+UNITS = {"latency": "cycle", "bandwidth_per_sm": "B/cycle/SM", "round_trip": "cycle", "max_active_clusters": "cluster",
+         "nsmid": "sm", "active_sms": "sm", "distinct_sms_per_cluster": "sm", "smid_span": "sm", "sm_groups": "group",
+         "group_of_sm": "sm"}  # fmt: skip
+SMEM_READ = figures.Figure(case="smem_read", metric="bandwidth_per_sm", unit="B/cycle/SM", kind="point",
+                           name="smem_read bandwidth_per_sm", value=126.8, spread=0.1, samples=9, derivation="",
+                           params="{}")  # fmt: skip
 
 
-def test_pair_summary_and_groups() -> None:
-    raw = raw_frame(run_rows(), variant="timed")
-    pairs = report.points(raw, ["sm_pingpong"], "round_trip", ["sm_a", "sm_b"])
-    summary = view.pair_summary(pairs).set_index("sm_a")
-    assert summary.loc[0, "same SM (cycle)"] == 1300.0
-    assert summary.loc[16, "nearest sm_b"] == 15 and summary.loc[16, "nearest (cycle)"] == 1010.0
-    assert summary.loc[0, "farthest sm_b"] == 30
+def judged(rows: list[tuple[str, dict[str, int], str, list[float]]], memory: list[figures.Figure] | None = None,
+           status: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:  # fmt: skip
+    """The frames a page of a run of these rows gets: raw (each metric in its unit), status and judged figures
+    (memory's figures, for smem_read_local's same-work check, default to an H200's smem_read)."""
+    raw = raw_frame(rows, variant="timed")
+    raw = raw.assign(unit=raw["metric"].map(UNITS))
+    known = {"memory": [SMEM_READ] if memory is None else memory}
+    found = figures.compute(CASES, {"raw": raw}, known, "sm_90a", "NVIDIA H200")
+    frames = {"raw": raw, "figures": tables.frame("figures", figures.rows(found, {"category": "cluster"}))}
+    return frames | ({"status": status} if status is not None else {})
+
+
+def by_name(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    return frames["figures"].set_index("figure")
+
+
+def test_manifest_fields_of_the_derived_figures() -> None:
+    by_id = {c.id: c for c in CASES}
+    assert by_id["sm_pingpong"].figures == {"round_trip": "none"}  # the pair summaries stand for the 108 pairs
+    assert {"group_of_sm", "nsmid"} <= set(by_id["cluster_placement"].figures)
+    for case in ("dsmem_read", "dsmem_write", "smem_read_local", "smem_write_local"):
+        assert by_id[case].peak == "smem" and by_id[case].figures == {"bandwidth_per_sm": "each"}, case
+    (same,) = by_id["smem_read_local"].same_as
+    assert same["case"] == "memory/smem_read" and catalog.referenced_categories(ROOT / "kernels", "cluster") == [
+        "memory"]  # fmt: skip
+
+
+def test_dsmem_hop_and_ratios() -> None:
+    f = by_name(judged(run_rows()))
+    hop = f.loc["DSMEM remote hop at cluster=8"]
+    assert hop["value"] == pytest.approx(168.0) and hop["case"] == "dsmem_latency" and hop["unit"] == "cycle"
+    assert json.loads(hop["points"]) == [canonical_params({"cluster": 8})]
+    assert f.loc["DSMEM peer chase / local ld.shared chase at cluster=2", "value"] == pytest.approx(202.0 / 30.0)
+    assert f.loc["shared::cluster path to the own CTA minus ld.shared at cluster=4", "value"] == pytest.approx(10.0)
+    assert f.loc["DSMEM read / local read bandwidth at cluster=4", "value"] == pytest.approx(0.25)
+    assert f.loc["DSMEM write / local write bandwidth at cluster=4", "value"] == pytest.approx(0.25)
+
+
+def test_one_barrier_figure_over_cluster_sizes() -> None:
+    f = by_name(judged(run_rows()))
+    over = f.loc["cluster_barrier latency over cluster sizes"]
+    # sizes 2 and 8 (cluster 1 is one CTA on one SM; 16 was refused): medians 381 and 421
+    assert over["value"] == pytest.approx(401.0) and over["spread"] == pytest.approx(40.0)
+    assert over["paper"] == "cluster_barrier_latency_sm120"  # the figure the paper's 408 cycles is compared with
+    assert f.loc["cluster_barrier growth from 2 to 8 CTAs per cluster", "value"] == pytest.approx(40.0)
+    assert f.loc["cluster barrier release cost (arrive minus arrive.relaxed)", "value"] == pytest.approx(201.0)
+    assert (f["metric"] == "latency").sum() > 0 and len(f.filter(like="cluster_barrier latency over", axis=0)) == 1
+
+
+def test_pingpong_summary_and_groups() -> None:
+    f = by_name(judged(run_rows()))
+    assert f.loc["sm_pingpong round trip within SM 0", "value"] == 1300.0
+    assert f.loc["sm_pingpong round trip, fastest pair", "value"] == 1010.0  # SMs 16 and 15
+    near = f.loc["sm_pingpong round trip from SM 16, nearest SM"]
+    assert near["value"] == 1010.0 and "to SM 15" in near["derivation"]
+    assert f.loc["sm_pingpong round trip from SM 0, farthest SM", "value"] == 1300.0  # SM 30
+    assert not (f["case"] == "sm_pingpong").loc[f["kind"] != "derived"].any()  # no per-pair figure: evidence only
+    papered = f[(f["case"] == "sm_pingpong") & (f["paper"].fillna("") != "")]
+    assert list(papered.index) == ["sm_pingpong round trip, median pair"]  # beside the paper's pair-uniform 1240
+    assert "one group" in f.loc["sm_pingpong round trip from SM 0, median SM", "derivation"]
+    # SM 66: five near partners at 700 cycles, the rest at 1400: two groups
+    rows = [("sm_pingpong", {"sm_a": 66, "sm_b": b}, "round_trip", [700.0 + b % 3 if b < 25 else 1400.0 + b % 7])
+            for b in range(0, 130, 5)]  # fmt: skip
+    g = by_name(judged(rows))
+    assert g.loc["sm_pingpong round trip from SM 66, near group", "value"] == pytest.approx(701.0)
+    assert "SMs 0, 5, 10, 15, 20" in g.loc["sm_pingpong round trip from SM 66, near group", "derivation"]
+    assert g.loc["sm_pingpong round trip from SM 66, far group", "value"] == pytest.approx(1403.0)
+
+
+def test_placement_groups_over_all_launches() -> None:
+    f = by_name(judged(run_rows()))
+    assert f.loc["cluster_placement SM groups over all launches at cluster=8", "value"] == 4
+    assert f.loc["cluster_placement largest SM group at cluster=8", "value"] == 8
+    assert f.loc["cluster_placement SM groups over all launches at cluster=2", "value"] == 16
+    assert "cluster_placement group_of_sm at cluster=8" not in f.index  # a map, not a figure
     assert view.sm_ranges([7, 0, 1, 2, 5, 8]) == "0-2, 5, 7-8"
-    found = view.groups(raw, canonical_params({"cluster": 8}))
+    found = sm_groups(raw_frame(run_rows()), canonical_params({"cluster": 8}))
     assert sorted(found) == [0, 8, 18, 26] and found[18] == list(range(18, 26))
+
+
+def test_local_shared_bandwidth_agrees_with_memory_or_is_contradicted() -> None:
+    f = by_name(judged(run_rows()))
+    local = f.loc["smem_read_local bandwidth_per_sm at cluster=2"]
+    assert local["status"] == "verified" and "same work: agree" in local["checks"]  # 128 vs 126.8 B/cycle/SM
+    slow = figures.Figure(**(SMEM_READ.__dict__ | {"value": 100.0, "checks": []}))
+    off = by_name(judged(run_rows(), memory=[slow])).loc["smem_read_local bandwidth_per_sm at cluster=2"]
+    assert off["status"] == "contradicted" and "memory/smem_read" in off["reason"]
 
 
 def test_view_on_a_real_shaped_run() -> None:
     status = pd.DataFrame([{"case": "cluster_barrier", "params": canonical_params({"cluster": 16}), "status": "static",
                             "reason": "no cluster of 16 CTAs fits on this GPU (max active clusters 0)"}])  # fmt: skip
-    html = dict(view.sections({"raw": raw_frame(run_rows(), variant="timed"), "status": status}))
+    frames = judged(run_rows(), status=status)
+    html = dict(view.sections(frames))
     barrier = html["Cluster barrier cost versus cluster size"]
-    assert "<svg" in barrier and "arrive.relaxed + wait (cycle)" in barrier and "max active clusters 0" in barrier
-    assert ">191<" in barrier  # median of the two cluster-1 samples
+    assert "<svg" in barrier and "max active clusters 0" in barrier
+    assert "cluster_barrier latency over cluster sizes" in barrier and "<td>401.0</td>" in barrier
+    assert "<td>191.0</td>" in barrier  # median of the two cluster-1 samples
     dsmem = html["Distributed shared memory versus local shared memory"]
-    assert dsmem.count("<svg") == 2 and ">168<" in dsmem and ">0.25<" in dsmem
+    assert dsmem.count("<svg") == 2 and "<td>168.0</td>" in dsmem and "<td>0.2500</td>" in dsmem
     heat = html["SM-to-SM round trip through global memory (ping-pong heatmap)"]
-    assert "<svg" in heat and ">1300<" in heat
+    assert "<svg" in heat and "<td>1300</td>" in heat and "s-unverified" in heat
     placement = html["Cluster placement: SM ids per cluster and SM groups"]
-    assert "18-25" in placement and "4 x 8 SMs" in placement and "16 x 2 SMs" in placement
+    assert "18-25" in placement and "largest SM group at cluster=8" in placement
+    shown = set(re.findall(r"<td(?: class=\"num\")?>(-?[0-9][0-9.e+]*)</td>", "".join(html.values())))
+    stated = {report.number(v) for v in frames["figures"]["value"]}
+    assert shown and shown <= stated | {"0", "8", "18", "26"}, shown - stated  # group ids of the SM map
 
 
 @pytest.mark.parametrize("frames", [{}, {"raw": pd.DataFrame()}])

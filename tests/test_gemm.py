@@ -12,7 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import ARCHS, ROOT, assert_sass_claims
-from smdissect import catalog, sass, tables
+from smdissect import archs, catalog, figures, report, sass, tables
+from smdissect.checks import judge
 from smdissect.views import gemm as view
 
 CASES = catalog.load(ROOT / "kernels", "gemm")
@@ -70,15 +71,27 @@ def test_bad_parameters_fail_with_one_line(compiled: Callable[[str, str, str], P
     assert proc.returncode != 0 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
-def raw_frame(rows: list[tuple[str, dict[str, int], str, list[float], str]]) -> pd.DataFrame:
-    """A raw table as the run stage writes it: one row per sample."""
+UNITS = {
+    "tflops_cutlass": "TFLOPS",
+    "tflops_cublas": "TFLOPS",
+    "tflops": "TFLOPS",
+    "pct_of_peak_cutlass": "%",
+    "pct_of_peak_cublas": "%",
+    "ratio_to_cublas": "x",
+    "max_rel_err": "fraction",
+}  # as the binaries print them
+
+
+def raw_frame(rows: list[tuple[str, dict[str, int], str, list[float], str]], clock: float = 1830.0,
+              gpu: str = "NVIDIA H200", arch: str = "sm_90a") -> pd.DataFrame:  # fmt: skip
+    """A raw table as the run stage writes it: one row per sample, the SM clock read after each launch."""
     out = []
     for case, params, metric, samples, variant in rows:
         for i, v in enumerate(samples):
-            out.append({"gpu": "NVIDIA H200", "arch": "sm_90a", "category": "gemm", "case": case,
+            out.append({"gpu": gpu, "arch": arch, "category": "gemm", "case": case,
                         "params": tables.canonical_params(params), "family": "cutlass_sm90", "metric": metric,
-                        "unit": "", "repeat": i, "value": v, "cycles": 0.0, "iterations": 1, "clock_mhz": 1830.0,
-                        "smid": -1, "variant": variant, "expect": ""})  # fmt: skip
+                        "unit": UNITS[metric], "repeat": i, "value": v, "cycles": 0.0, "iterations": 1,
+                        "clock_mhz": clock, "smid": -1, "variant": variant, "expect": ""})  # fmt: skip
     return tables.frame("raw", out)
 
 
@@ -100,21 +113,49 @@ def bf16_rows(mn: int, k: int, cutlass: float, cublas: float) -> list:
             ("gemm_bf16", p, "max_rel_err", [0.004], "cutlass")]  # fmt: skip
 
 
-def test_throughput_table_pairs_the_libraries_per_shape() -> None:
-    raw = raw_frame(bf16_rows(8192, 8192, 700.0, 750.0) + bf16_rows(4096, 4096, 600.0, 500.0))
-    table = view.throughput(raw).set_index(["shape", "library"])
-    assert list(table.index.get_level_values("shape").unique()) == ["4096x4096x4096", "8192x8192x8192"]
-    big = table.loc[("8192x8192x8192", "CUTLASS")]
-    assert big["TFLOPS"] == pytest.approx(700.0)
-    assert big["% of datasheet peak"] == pytest.approx(70.75, abs=0.01)
-    assert big["% of peak at its clock"] == pytest.approx(70.75, abs=0.01)  # 1830 MHz: the datasheet's clock
-    assert big["cuBLAS time / CUTLASS time"] == pytest.approx(700 / 750)
-    assert table.loc[("4096x4096x4096", "cuBLAS"), "TFLOPS"] == pytest.approx(500.0)
-    assert pd.isna(table.loc[("4096x4096x4096", "cuBLAS"), "max rel err"])
+def judged(raw: pd.DataFrame, arch: str = "sm_90a", gpu: str = "NVIDIA H200") -> dict[str, figures.Figure]:
+    return {f.name: f for f in figures.compute(CASES, {"raw": raw}, {}, arch, gpu)}
+
+
+def one(found: dict[str, figures.Figure], metric: str, params: str = "") -> figures.Figure:
+    """The figure of a metric (at `params`, for one with a figure per point)."""
+    (hit,) = [f for f in found.values() if f.metric == metric and (not params or f.params == params)]
+    return hit
+
+
+def figures_frame(raw: pd.DataFrame) -> pd.DataFrame:
+    found = figures.compute(CASES, {"raw": raw}, {}, "sm_90a", "NVIDIA H200")
+    return tables.frame("figures", figures.rows(found, {"gpu": "NVIDIA H200", "arch": "sm_90a", "category": "gemm"}))
+
+
+def test_pct_of_peak_at_the_launch_clock() -> None:
+    # at 1830 MHz (the clock the datasheet's 989.4 TFLOPS assume) both percentages agree; at 1500 MHz, the power cap's
+    # clock, the same TFLOPS are 1830/1500 times more of what the tensor cores could do
+    at_sheet = judged(raw_frame(bf16_rows(8192, 8192, 700.0, 750.0)))
+    assert one(at_sheet, "pct_of_peak_at_clock_cutlass").value == pytest.approx(100 * 700 / 989.4, rel=2e-4)
+    assert one(at_sheet, "pct_of_peak_cutlass").value == pytest.approx(100 * 700 / 989.4)
+    capped = judged(raw_frame(bf16_rows(8192, 8192, 700.0, 750.0), clock=1500.0))
+    pct = one(capped, "pct_of_peak_at_clock_cutlass")
+    assert pct.value == pytest.approx(100 * 700e12 / (132 * 4096 * 1500e6), rel=2e-4)
+    assert pct.kind == "derived" and pct.points == ('{"k":8192,"mn":8192}',) and "1500 MHz" in pct.derivation
+    cublas = one(capped, "pct_of_peak_at_clock_cublas")
+    assert cublas.value == pytest.approx(100 * 750e12 / (132 * 4096 * 1500e6), rel=2e-4)
+
+
+def test_cutlass_over_cublas_at_their_peaks() -> None:
+    found = judged(raw_frame(bf16_rows(8192, 8192, 700.0, 750.0) + bf16_rows(4096, 4096, 600.0, 500.0)))
+    assert found["gemm_bf16 peak tflops_cutlass"].params == '{"k":8192,"mn":8192}'
+    ratio = found["gemm_bf16 CUTLASS over cuBLAS at their peaks"]
+    assert ratio.value == pytest.approx(700 / 750) and ratio.params == '{"k":8192,"mn":8192}'
+    assert found["gemm_bf16 ratio_to_cublas at k=4096, mn=4096"].value == pytest.approx(600 / 500)  # per shape
+    # a ceiling still rising at the largest shape is not a ceiling: the plateau check over mn and k
+    rising = judged(raw_frame(bf16_rows(4096, 4096, 300.0, 300.0) + bf16_rows(8192, 4096, 600.0, 600.0)))
+    status, reason = judge(rising["gemm_bf16 peak tflops_cutlass"].checks)
+    assert status == "contradicted" and "not saturated" in reason, reason
 
 
 def test_view_on_a_real_shaped_run() -> None:
-    raw = raw_frame(bf16_rows(8192, 8192, 700.0, 750.0) + bf16_rows(4096, 4096, 600.0, 500.0))
+    raw = raw_frame(bf16_rows(8192, 8192, 700.0, 750.0) + bf16_rows(4096, 4096, 600.0, 500.0), clock=1500.0)
     stalls = ncu_frame("stalls", [
         {"variant": v, "kernel": k, "reason": r, "value": x, "share": x / total}
         for v, k, total, parts in (("cutlass", "cutlass_gemm_bf16", 3.0, {"wait": 1.5, "math_pipe_throttle": 1.0,
@@ -126,9 +167,15 @@ def test_view_on_a_real_shaped_run() -> None:
          "pct_of_peak": 91.0},
         {"variant": "cutlass", "kernel": "cutlass_gemm_bf16", "pipe": "alu", "inst_executed": 1e5,
          "pct_of_peak": 2.0}])  # fmt: skip
-    html = dict(view.sections({"raw": raw, "stalls": stalls, "pipes": pipes}))
+    table = figures_frame(raw)
+    html = dict(view.sections({"raw": raw, "stalls": stalls, "pipes": pipes, "figures": table}))
     body = html["GEMM throughput: CUTLASS vs cuBLAS"]
-    assert "<svg" in body and "8192x8192x8192" in body and "70.75" in body and "0.9333" in body
+    assert "<svg" in body and "gemm_bf16 peak tflops_cutlass" in body and "70.75" in body  # % of the datasheet peak
+    assert report.number(100 * 700e12 / (132 * 4096 * 1500e6)) in body  # 86.31: at the 1500 MHz the launch ran at
+    assert "0.9333" in body and "s-unverified" in body
+    rows = view.throughput(table)
+    assert rows["figure"].iloc[0] == "gemm_bf16 peak tflops_cutlass"  # the ceilings first, then shape by shape
+    assert rows["params"].iloc[2] == '{"k":4096,"mn":4096}'
     prof = html["Profiled GEMM launches: stall reasons and pipes (ncu)"]
     assert "<svg" in prof and "math_pipe_throttle" in prof and "tensor_op_gmma" in prof
     top = view.stall_breakdown(stalls).groupby("library")["reason"].first()
@@ -137,11 +184,15 @@ def test_view_on_a_real_shaped_run() -> None:
 
 
 def test_nvfp4_rows_have_no_cublas_partner() -> None:
-    raw = raw_frame([("gemm_nvfp4", {"k": 4096, "mn": 8192}, "tflops", [900.0, 910.0], "cutlass"),
-                     ("gemm_nvfp4", {"k": 4096, "mn": 8192}, "max_rel_err", [0.003], "cutlass")])  # fmt: skip
-    table = view.throughput(raw)
-    assert list(table["library"]) == ["CUTLASS"] and table["TFLOPS"].iloc[0] == pytest.approx(905.0)
-    assert table["max rel err"].iloc[0] == pytest.approx(0.003)
+    rows = [("gemm_nvfp4", {"k": 4096, "mn": 8192}, "tflops", [900.0, 910.0], "cutlass"),
+            ("gemm_nvfp4", {"k": 4096, "mn": 8192}, "max_rel_err", [0.003], "cutlass")]  # fmt: skip
+    gpu = "NVIDIA RTX PRO 5000 Blackwell"
+    found = judged(raw_frame(rows, clock=2000.0, gpu=gpu, arch="sm_120a"), "sm_120a", gpu)
+    pct = one(found, "pct_of_peak_at_clock_cutlass")
+    per_cycle = archs.tensor_peak("sm_120a", "e2m1")  # the RTX 5090's per-SM rate, the PRO 5000's 110 SMs
+    assert pct.value == pytest.approx(100 * 905e12 / (110 * per_cycle * 2000e6), rel=1e-3)
+    assert not any("cublas" in name for name in found)
+    assert one(found, "max_rel_err").value == pytest.approx(0.003)
 
 
 @pytest.mark.parametrize("frames", [{}, {"raw": pd.DataFrame()}, {"raw": raw_frame([]), "stalls": ncu_frame(

@@ -3,6 +3,8 @@ the binaries do without a second GPU, and the report view on frames shaped like 
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -10,7 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import ARCHS, ROOT, assert_profile_budget, assert_sass_claims, listing, raw_frame
-from smdissect import catalog, run
+from smdissect import catalog, figures, report, run, tables
+from smdissect.derived import interconnect as derived
 from smdissect.tables import canonical_params
 from smdissect.views import interconnect as view
 
@@ -97,25 +100,86 @@ def run_rows() -> list[tuple[str, dict[str, int], str, list[float]]]:
     return rows
 
 
-def test_versus_local_divides_by_the_same_gpus_local_point() -> None:
-    data = view.points(raw_frame(run_rows()), ["peer_chase"], "latency", ["gpu", "mem", "footprint_mb"])
-    ratio = view.versus_local(data, "gpu", "mem", ("footprint_mb",))
-    peer = (data["gpu"] != data["mem"]).to_numpy()
-    assert ratio[peer].tolist() == [4.0] * 4 and ratio[~peer].tolist() == [1.0] * 4
+UNITS = {"bandwidth": "GB/s", "latency": "cycle", "round_trip": "ns", "nvlinks_active": "links"}
+PEER_1G, LOCAL_1G = 400.0 * 1024 / 1025, 2000.0 * 1024 / 1025  # run_rows' 1024 MB copies
+
+
+def judged(rows: list[tuple[str, dict[str, int], str, list[float]]],
+           status: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:  # fmt: skip
+    """The frames a page of a run of these rows gets: raw (each metric in its unit), status and judged figures."""
+    raw = raw_frame(rows)
+    raw = raw.assign(unit=raw["metric"].map(UNITS).fillna(""))
+    found = figures.compute(CASES, {"raw": raw}, {}, "sm_90a", "NVIDIA H200")
+    frames = {"raw": raw, "figures": tables.frame("figures", figures.rows(found, {"category": "interconnect"}))}
+    return frames | ({"status": status} if status is not None else {})
+
+
+def by_name(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    return frames["figures"].set_index("figure")
+
+
+def test_peer_figures_divide_by_the_same_gpus_local_point() -> None:
+    f = by_name(judged(run_rows()))
+    chase = f[f["case"].eq("peer_chase") & f["metric"].eq("vs_local")]
+    assert len(chase) == 4 and chase["value"].tolist() == pytest.approx([4.0] * 4)
+    assert f.loc["kernel_copy_peer 0 -> 1 / local, size_mb=1024", "value"] == pytest.approx(0.12)  # 360 / 3000
+    uni = f.loc["memcpy_peer 1 -> 0 / local, size_mb=1024"]  # the largest size only: medians of uni and uni + 2
+    assert uni["value"] == pytest.approx((PEER_1G + 1) / (LOCAL_1G + 1)) and uni["kind"] == "derived"
+    assert json.loads(uni["points"]) == [canonical_params({"dst": 0, "size_mb": 1024, "src": 1}),
+                                         canonical_params({"dst": 1, "size_mb": 1024, "src": 1})]  # fmt: skip
+    assert f.loc["atomic_sys_latency 0 -> 1 / local", "value"] == pytest.approx(10.0)
+    assert f.loc["ping_pong 1 -> 0 / local", "value"] == pytest.approx(2500.0 / 700.0)
+    assert f.loc["atomic_sys_latency latency in ns at gpu=0, mem=1", "value"] == pytest.approx(1000.0)  # 1980 MHz
+
+
+def test_nvlink_share_from_the_drivers_links() -> None:
+    f = by_name(judged(run_rows()))
+    share = f.loc["memcpy_peer 0 -> 1 / NVLink peak"]
+    assert share["value"] == pytest.approx(100 * (PEER_1G + 1) / 450.0)  # 18 links x 25 GB/s each way
+    assert "18 active NVLink 4.0 links" in share["derivation"]
+    assert f.loc["memcpy_peer_bidir 1 -> 0 / NVLink peak", "value"] == pytest.approx(100 * PEER_1G * 1.875 / 900.0)
+    assert derived.nvlink_peak(raw_frame(run_rows()), 0, 1)[0] == 450.0
+    no_nvlink = [r for r in run_rows() if not (r[0] == "p2p_link" and r[2] == "nvml_p2p_nvlink")]
+    assert derived.nvlink_peak(raw_frame(no_nvlink), 0, 1) is None
+    assert "memcpy_peer 0 -> 1 / NVLink peak" not in by_name(judged(no_nvlink)).index
+
+
+def one_gpu() -> tuple[list[tuple[str, dict[str, int], str, list[float]]], pd.DataFrame]:
+    """The same run on a host with one GPU: the local points only, every peer point a static row."""
+    rows = [r for r in run_rows() if len({v for k, v in r[1].items() if k in GPU_KEYS}) == 1]
+    why = "needs 2 GPUs with peer access; 1 present"
+    static = [{"case": c, "params": canonical_params(p), "status": "static", "reason": f"static: {c} {why}"}
+              for c, p, _, _ in run_rows() if len({v for k, v in p.items() if k in GPU_KEYS}) > 1]  # fmt: skip
+    return rows, pd.DataFrame(static).drop_duplicates()
+
+
+def test_one_gpu_has_no_peer_figure_and_says_why() -> None:
+    rows, status = one_gpu()
+    frames = judged(rows, status)
+    assert not frames["figures"]["metric"].isin(["vs_local", "link_share"]).any()
+    html = dict(view.sections(frames))
+    for title in ("Peer-to-peer copy bandwidth", "Cross-GPU atomic latency: local vs peer",
+                  "Peer memory access latency (pointer chase)", "GPU-to-GPU ping-pong round trip"):  # fmt: skip
+        assert "no peer point measured" in html[title] and "needs 2 GPUs with peer access" in html[title], title
+    # the local figures keep their per-pair names on one GPU
+    assert "atomic_sys_latency latency at gpu=0, mem=0" in set(frames["figures"]["figure"])
 
 
 def test_view_on_a_real_shaped_run() -> None:
-    html = dict(view.sections({"raw": raw_frame(run_rows())}))
+    frames = judged(run_rows())
+    html = dict(view.sections(frames))
     bandwidth = html["Peer-to-peer copy bandwidth"]
-    assert "<svg" in bandwidth and "0 -&gt; 1" in bandwidth and "1 (local)" in bandwidth
-    assert "1024 MB (GB/s)" in bandwidth and ">0.12<" in bandwidth  # kernel copy 360 / 3000 GB/s local
+    assert "<svg" in bandwidth and "memcpy_peer bandwidth at dst=1, size_mb=1024, src=0" in bandwidth
+    assert "<td>0.1200</td>" in bandwidth and "Peer against local" in bandwidth  # kernel copy 360 / 3000 GB/s
     atomics = html["Cross-GPU atomic latency: local vs peer"]
-    assert ">1000<" in atomics and ">10<" in atomics  # 1980 cycles at 1980 MHz = 1000 ns, 10x local
+    assert "<td>1000</td>" in atomics and "<td>10.00</td>" in atomics  # 1980 cycles at 1980 MHz = 1000 ns, 10x
     chase = html["Peer memory access latency (pointer chase)"]
-    assert ">1212<" in chase and ">4<" in chase  # 2400 cycles at 1980 MHz, 4x the local 600
-    assert ">4950<" in html["GPU-to-GPU ping-pong round trip"]  # 2500 ns at 1980 MHz
+    assert "<td>2400</td>" in chase and "<td>4.000</td>" in chase  # 4x the local 600 cycles
+    assert "<td>3.571</td>" in html["GPU-to-GPU ping-pong round trip"]  # 2500 ns over the local 700
     links = html["Links reported by CUDA and NVML"]
-    assert "single switch" in links and "4.0" in links and "18" in links
+    assert "<td>single switch</td>" in links and "<td>4.0</td>" in links and "<td>18.00</td>" in links
+    shown = set(re.findall(r"<td(?: class=\"num\")?>(-?[0-9][0-9.e+]*)</td>", "".join(html.values())))
+    assert shown and shown <= {report.number(v) for v in frames["figures"]["value"]} | {"4.0"}  # NVLink 4.0's name
 
 
 @pytest.mark.parametrize("frames", [{}, {"raw": pd.DataFrame()}])

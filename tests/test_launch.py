@@ -13,7 +13,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import ARCHS, ROOT, assert_profile_budget, listing
-from smdissect import catalog, pipeline, sass, tables
+from smdissect import catalog, figures, pipeline, sass, tables
+from smdissect.checks import judge
+from smdissect.derived import launch as derived
+from smdissect.tables import canonical_params
 from smdissect.views import launch as view
 
 CASES = catalog.load(ROOT / "kernels", "launch")
@@ -110,7 +113,8 @@ def real_shaped() -> pd.DataFrame:
     rows += [("globaltimer_step", {}, "step", "ns", [32.0]), ("globaltimer_step", {}, "update_interval", "ns", [32.0])]
     for case, top in (("h2d_pinned", 57.0), ("d2h_pinned", 55.0), ("bidir_pinned", 102.0)):
         rows += [
-            (case, {"size_kb": kb}, "bandwidth", "GB/s", [top * f]) for kb, f in ((4, 0.05), (1024, 0.8), (262144, 1))
+            (case, {"size_kb": kb}, "bandwidth", "GB/s", [top * f])
+            for kb, f in ((4, 0.05), (1024, 0.8), (65536, 0.99), (262144, 1))
         ]
     rows += [("h2d_pageable", {"size_kb": 65536}, "bandwidth", "GB/s", [20.0])]
     rows += [("pcie_link", {}, m, u, [v]) for m, u, v in (("link_speed", "GT/s", 32.0), ("link_width", "lanes", 16),
@@ -118,41 +122,76 @@ def real_shaped() -> pd.DataFrame:
     return raw_frame(rows)
 
 
+def judged(raw: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The frames a page of this run gets: its raw table and its judged figures."""
+    found = figures.compute(CASES, {"raw": raw}, {}, "sm_90a", "NVIDIA H200")
+    return {"raw": raw, "figures": tables.frame("figures", figures.rows(found, {"category": "launch"}))}
+
+
+def by_name(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    return frames["figures"].set_index("figure")
+
+
 def test_pcie_generation_and_peak() -> None:
-    assert view.generation(32.0) == 5 and view.generation(16.0) == 4 and view.generation(2.5) == 1
-    assert math.isnan(view.generation(12.0))
-    raw, encoded = view.link_peak(32.0, 16)
+    assert derived.generation(32.0) == 5 and derived.generation(16.0) == 4 and derived.generation(2.5) == 1
+    assert math.isnan(derived.generation(12.0))
+    raw, encoded = derived.link_peak(32.0, 16)
     assert raw == 64.0 and encoded == pytest.approx(64.0 * 128 / 130)
-    assert view.link_peak(5.0, 8) == (5.0, 4.0)
+    assert derived.link_peak(5.0, 8) == (5.0, 4.0)
 
 
-def test_gap_table_pivots_modes_by_grid_and_length() -> None:
-    table = view.gaps(real_shaped(), "dependent_gap")
-    assert list(table.columns) == ["grid", "kernels", "serial", "graph", "PDL"]
-    assert set(table["grid"]) == {"one per SM", "1 CTA"} and len(table) == 4
-    assert table["serial"].tolist() == pytest.approx([1.3] * 4)  # median of 1.2 and 1.4
-    assert table["PDL"].tolist() == pytest.approx([0.6] * 4)
-    assert view.gaps(real_shaped(), "start_gap")["PDL"].tolist() == pytest.approx([-1.5] * 4)
+def test_gap_figures_are_the_longest_chain_rounded_to_the_timer() -> None:
+    f = by_name(judged(real_shaped()))
+    serial = f.loc["serial dependent gap, 1 CTA"]
+    assert serial["value"] == pytest.approx(1.3) and serial["params"] == canonical_params({"ctas": 1, "kernels": 16})
+    assert "rounded to 0.01 us" in serial["derivation"] and "32 ns steps" in serial["derivation"]
+    assert f.loc["PDL start gap, one CTA per SM", "value"] == pytest.approx(-1.5)
+    assert f.loc["PDL saves against serial, 1 CTA", "value"] == pytest.approx(0.7)  # 1.3 - 0.6
+    # not one digit below the timer's: a gap of 1/3 of a 32 ns step prints as 0.01 us steps
+    rows = [("gap_serial", {"ctas": 1, "kernels": 64}, "dependent_gap", "us", [0.341333, 0.3466]),
+            ("globaltimer_step", {}, "step", "ns", [32.0])]  # fmt: skip
+    (gap,) = derived.gaps(raw_frame(rows), {})
+    assert gap.value == 0.34 and gap.spread == 0.01
+    unknown = derived.gaps(raw_frame(rows[:1]), {})[0]  # no timer step measured: not rounded, and it says so
+    assert unknown.value == pytest.approx(0.3439665) and "not rounded" in unknown.derivation
+    assert not any(n.startswith(("gap_serial", "gap_pdl")) for n in f.index)  # no generic per-point gap figure
+
+
+def test_host_link_peak_and_shares() -> None:
+    f = by_name(judged(real_shaped()))
+    assert f.loc["PCIe link raw peak per direction", "value"] == 64.0
+    assert f.loc["PCIe link peak per direction after line encoding", "value"] == pytest.approx(64.0 * 128 / 130)
+    assert f.loc["H2D pinned best / PCIe raw peak", "value"] == pytest.approx(100 * 57.0 / 64.0)
+    assert f.loc["both ways pinned best / PCIe raw peak", "value"] == pytest.approx(100 * 102.0 / 128.0)
+    assert f.loc["pageable / pinned H2D at size_kb=65536", "value"] == pytest.approx(20.0 / (0.99 * 57.0))
+    # the copy peaks stand on their size sweep: levelled (56.4 -> 57 GB/s) or not saturated (30 -> 57)
+    assert f.loc["h2d_pinned peak bandwidth", "status"] == "unverified"
+    rising = raw_frame([("h2d_pinned", {"size_kb": kb}, "bandwidth", "GB/s", [v]) for kb, v in ((4, 3.0), (1024, 30.0),
+                                                                                                  (262144, 57.0))])
+    (peak,) = [x for x in figures.compute(CASES, {"raw": rising}, {}, "sm_90a", "NVIDIA H200") if x.kind == "peak"]
+    assert judge(peak.checks)[0] == "contradicted" and "size_kb=1024 to 262144" in judge(peak.checks)[1]
 
 
 def test_view_on_a_real_shaped_run() -> None:
-    html = dict(view.sections({"raw": real_shaped()}))
+    frames = judged(real_shaped())
+    html = dict(view.sections(frames))
     overhead = html["Launch overhead"]
-    assert "launch + synchronize round trip" in overhead and "one per SM" in overhead and ">10<" in overhead
+    assert "launch_round_trip latency at ctas=0" in overhead and "<td>10.00</td>" in overhead
     gaps = html["Kernel-to-kernel gaps: serial, graph, PDL"]
-    assert "<svg" in gaps and "PDL saves (us)" in gaps and ">0.7<" in gaps  # 1.3 - 0.6
-    assert "smallest step 32 ns" in gaps
+    assert "<svg" in gaps and "PDL saves against serial, 1 CTA" in gaps and "<td>0.70</td>" in gaps
+    assert "<td>1.30</td>" in gaps and "<td>1.300</td>" not in gaps  # to the timer's 0.01 us, no further
+    assert "globaltimer_step step" in gaps
     link = html["Host link (PCIe) bandwidth"]
-    assert "<svg" in link and "H2D pageable" in link
-    assert ">0.8906<" in link and ">0.7969<" in link  # 57 of 64 GB/s (Gen 5 x16), 102 of 2 x 64 both ways
+    assert "<svg" in link and "h2d_pageable bandwidth" in link
+    assert "<td>89.06</td>" in link and "<td>79.69</td>" in link  # 57 of 64 GB/s (Gen 5 x16), 102 of 2 x 64
     assert "no cluster-launch-control measurements" in html["Cluster launch control"]
 
 
 def test_clc_table_when_measured() -> None:
     measured = (("round_trip", "cycle", 850.0), ("failed_round_trip", "cycle", 700.0), ("canceled_share", "", 0.75))
     rows = [("clc_try_cancel", {"ctas_per_sm": 4}, m, u, [v]) for m, u, v in measured]
-    body = dict(view.sections({"raw": raw_frame(rows)}))["Cluster launch control"]
-    assert "round trip (cycle)" in body and ">850<" in body and ">0.75<" in body
+    body = dict(view.sections(judged(raw_frame(rows))))["Cluster launch control"]
+    assert "clc_try_cancel round_trip" in body and "<td>850.0</td>" in body and "<td>0.7500</td>" in body
 
 
 @pytest.mark.parametrize("frames", [{}, {"raw": pd.DataFrame()}, {"raw": raw_frame([])}])

@@ -1,5 +1,6 @@
 """The pipelines instruction table: every family compiles for sm_90a and sm_120a, lists its kernels, and its
-SASS is what the manifest claims on both archs (real nvcc and cuobjdump)."""
+SASS is what the manifest claims on both archs (real nvcc and cuobjdump); the committed H200 run's table figures
+(ILP knees, latencies judged against the parts they are built from)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from pathlib import Path
 
 import pytest
 from conftest import ARCHS, ROOT
-from smdissect import catalog, sass
+from smdissect import catalog, checks, figures, sass, tables
+from smdissect.checks import judge
 
 CASES = catalog.load(ROOT / "kernels", "pipelines")
 FAMILIES = ["convert", "fastmath", "fp32", "fp64", "half", "integer", "predicate", "sfu", "simd", "uniform", "warp"]
@@ -31,7 +33,8 @@ def test_sm120_only_rows_say_why_they_do_not_run_on_sm90() -> None:
 def test_family_sass_matches_the_manifest(compiled: Callable[[str, str, str], Path], arch: str, family: str) -> None:
     binary = compiled(arch, "pipelines", family)
     listing = {e["case"]: e["kernels"] for e in json.loads(binary.with_suffix(".json").read_text())}
-    counts = sass.opcodes(sass.dump(binary, arch))
+    text = sass.dump(binary, arch)
+    counts, code = sass.opcodes(text), sass.code(text)
     cases = [c for c in TABLE if c.family == family]
     assert set(listing) == {c.id for c in cases}
     failed = []
@@ -41,8 +44,9 @@ def test_family_sass_matches_the_manifest(compiled: Callable[[str, str, str], Pa
             assert all(k["symbol"] in counts for k in listing[case.id])
             continue
         for k in listing[case.id]:
-            rows = sass.check(case, counts[k["symbol"]], k["ops"])
+            rows = sass.claims(case, code[k["symbol"]], k["ops"])
             failed += [(case.id, k["symbol"], r) for r in rows if r["verdict"] != "agree"]
+            assert any(r["scope"] == "loop" for r in rows), f"{case.id}: no claim per pass of the timed loop"
     assert not failed, "\n".join(map(str, failed))
 
 
@@ -61,17 +65,10 @@ def test_fmin_is_one_fmnmx_on_sm120(compiled: Callable[[str, str, str], Path]) -
 
 
 def _timed_region(text: str, kernel: str) -> list[str]:
-    """Opcodes of one kernel between its first two SR_CLOCKLO reads (the timed loop), in order."""
-    opcodes, inside, reads = [], False, 0
-    for line in text.splitlines():
-        if m := sass.FUNCTION.match(line):
-            inside = sass.demangle(m.group(1)) == kernel
-        elif inside and (m := sass.INSTRUCTION.match(line)):
-            if "SR_CLOCKLO" in line:
-                reads += 1
-            elif reads == 1:
-                opcodes.append(m.group(1))
-    return opcodes
+    """Opcodes of one pass of the kernel's timed loop (sass.timed_loop, as the pipeline counts it), in order."""
+    instructions = sass.code(text)[kernel]
+    first, last, _ = sass.timed_loop(instructions)
+    return [ins.opcode for ins in instructions if first <= ins.offset <= last]
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -98,3 +95,47 @@ def test_shuffles_are_one_shfl_per_step(compiled: Callable[[str, str, str], Path
         kernel = counts[f"chain_kernel<{op},1,512>"]
         assert sass.count(kernel, f"SHFL.{mode}") == 512
         assert sass.count(kernel, "SHFL") == 512, "no other shuffle (and no shuffle folded away)"
+
+
+# --- the committed H200 run's reference-table figures ------------------------------------------------------------
+
+RUN = ROOT / "reports" / "h200" / "tables" / "sm_90a"
+
+
+@pytest.fixture(scope="module")
+def committed() -> list[figures.Figure]:
+    """Every figure of the committed H200 run's pipelines tables (no SASS checks: those are rebuilt elsewhere)."""
+    raw_paths = sorted((RUN / "pipelines").glob("*/raw.parquet"))
+    if not raw_paths:
+        pytest.skip("no committed H200 pipelines run")
+    frames = {"raw": tables.read("raw", raw_paths), "crossval": tables.read("crossval", [RUN / "pipelines" /
+                                                                                          "crossval.parquet"])}
+    return figures.compute(CASES, frames, {}, "sm_90a", "NVIDIA H200")
+
+
+def test_every_measured_chain_row_has_its_knees(committed: list[figures.Figure]) -> None:
+    names = {f.name: f for f in committed}
+    for case in (c for c in TABLE if not c.unsupported("sm_90a")):
+        for warps in (min(case.sweep["warps"]), max(case.sweep["warps"])):
+            knee = names.get(f"{case.id} ILP knee at warps={warps}")
+            if f"{case.id} latency" not in names:
+                continue
+            assert knee is not None, f"{case.id}: no knee at warps={warps}"
+            assert knee.value in case.sweep["ilp"] and len(knee.points) == len(case.sweep["ilp"])
+    # FFMA: three sources from two register banks at ILP 1, so 32 warps of one chain each reach half the pipe
+    assert names["ffma ILP knee at warps=32"].value == 4 and names["ffma ILP knee at warps=1"].value == 4
+    assert names["iadd3 ILP knee at warps=32"].value == 1  # the ALU pipe (2/cycle/SM) is full at ILP 1
+
+
+def test_a_latency_below_a_part_it_is_built_from_is_contradicted(committed: list[figures.Figure]) -> None:
+    latency = {f.case: f for f in committed if f.metric == "latency" and f.kind == "point"}
+    cases = {c.id: c for c in CASES}
+    judged = 0
+    for case, fig in latency.items():
+        for part in cases[case].built_from:
+            if part in latency:
+                judged += 1
+                below = fig.value < latency[part].value * (1 - checks.BOUND_TOLERANCE)
+                assert (judge(fig.checks)[0] == "contradicted") >= below, (case, part)
+                assert any(c.name == "built from" for c in fig.checks), case
+    assert judged >= 20

@@ -1,5 +1,6 @@
 """Pipe topology families (coissue, subnormal, dispatch): real builds for sm_90a and sm_120a, their listings and
-SASS claims; the pipelines report view on synthetic frames shaped like the pipeline's tables (test data only)."""
+SASS claims; the derived figures of the pipelines category (ILP knees, co-issue pair model and pipe groups,
+subnormal penalties, dispatch) and the view that renders them, on raw tables shaped like a real run's."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ARCHS, ROOT, assert_sass_claims, listing, run_cli
-from smdissect import catalog, sass
+from conftest import ARCHS, ROOT, assert_sass_claims, listing, raw_frame, run_cli
+from smdissect import catalog, figures, sass, tables
+from smdissect.checks import judge
+from smdissect.derived import pipelines as derive
 from smdissect.views import pipelines
 
 FAMILIES = ["coissue", "subnormal", "dispatch"]
@@ -35,65 +38,69 @@ def test_coissue_sweeps_every_unordered_pair_once() -> None:
     assert len(pairs) < 150  # one profiled launch per point
 
 
-def _instructions(text: str, kernel: str) -> list[str]:
-    """The SASS lines of one kernel, in order."""
-    lines, inside = [], False
-    for line in text.splitlines():
-        if m := sass.FUNCTION.match(line):
-            inside = sass.demangle(m.group(1)) == kernel
-        elif inside and sass.INSTRUCTION.match(line):
-            lines.append(line)
-    return lines
-
-
 @pytest.mark.parametrize("arch", ARCHS)
 def test_dispatch_pairs_time_the_same_clock_reads_around_exactly_n_ops(
     compiled: Callable[[str, str, str], Path], arch: str
 ) -> None:
     binary = compiled(arch, "pipelines", "dispatch")
-    text = sass.dump(binary, arch)
+    code = sass.code(sass.dump(binary, arch))
     for case, kernels in listing(binary).items():
         op = next(iter(next(c for c in CASES if c.id == case).sass_expect))
         for kernel in kernels:
-            lines = _instructions(text, kernel["symbol"])
-            reads = [i for i, ln in enumerate(lines) if "SR_CLOCKLO" in ln]
-            assert len(reads) == 4, f"{kernel['symbol']}: {len(reads)} clock reads"
-            kinds = [sass.INSTRUCTION.match(lines[i]).group(1) for i in reads]
+            lines = code[kernel["symbol"]]
+            regions = sass.timed_regions(lines)  # bare pair | to the timed pair | the timed ops
+            assert len(regions) == 3, f"{kernel['symbol']}: {len(regions) + 1} clock reads"
+            at = {ins.offset: ins.opcode for ins in lines}
+            kinds = [at[regions[0][0]], at[regions[0][1]], at[regions[2][0]], at[regions[2][1]]]
             assert kinds[:2] == kinds[2:], f"{kernel['symbol']}: bare pair {kinds[:2]} vs timed pair {kinds[2:]}"
-            between = [sass.INSTRUCTION.match(ln).group(1) for ln in lines[reads[2] + 1 : reads[3]]]
+            start, end = regions[2]
+            between = [ins.opcode for ins in lines if start < ins.offset < end]
             assert sum(sass.matches(o, op) for o in between) == kernel["ops"], f"{kernel['symbol']}: {between}"
+            # and the timed loop the pipeline counts in is the rep loop around those reads (sass.timed_loop)
+            first, last, what = sass.timed_loop(lines)
+            assert what == "loop timing each pass" and first <= regions[0][0] and end <= last, kernel["symbol"]
 
 
-# --- the report view on synthetic frames -------------------------------------------------------------------------
+def test_manifest_names_the_parts_twins_and_sweeps_the_checks_need() -> None:
+    by_id = {c.id: c for c in CASES}
+    assert by_id["iadd64"].built_from == ("iadd3",) and "fset" in by_id["fsetp_sel"].built_from
+    assert {"fmul", "ex2"} <= set(by_id["sin"].built_from) and {"rcp", "ffma"} <= set(by_id["div_rn"].built_from)
+    assert {s["case"] for s in by_id["ffma_normal"].same_as} == {"ffma"}
+    assert all(by_id[f"coissue_{n}"].figures["throughput_x_alone"] == "none" for n in ("ffma", "xu", "tensor"))
+    assert by_id["dispatch_iadd3"].measures[0] == "dispatch" and by_id["dispatch_iadd3"].paper
+    for case in ("mul_hi", "h2f", "redux_add", "vote_ballot", "ddiv"):  # peaks the plateau check could not judge
+        assert 16 in by_id[case].sweep["warps"], case
+    assert by_id["dfma_subnormal"].sweep == {"ilp": [1, 4, 8], "warps": [1, 4, 32]}
+    assert by_id["mul_hi"].profile_sweep == [{"ilp": [1], "warps": [1]}, {"ilp": [8], "warps": [32]}]
 
-PROVENANCE = {"gpu": "NVIDIA H200", "gpu_uuid": "GPU-test", "arch": "sm_90a", "driver": "580.159.04",
-              "cuda": "13.0.88", "run_id": "test", "category": "pipelines", "sm_clock_before_mhz": 1980.0,
-              "sm_clock_after_mhz": 1980.0, "family": "test", "unit": "", "cycles": 1e6, "iterations": 256,
-              "clock_mhz": 1980.0, "smid": 0}  # fmt: skip
+
+# --- derived figures and the view, on raw tables shaped like a real run's -----------------------------------------
+
+REPEATS = 9
+WOBBLE = (0.0, 0.002, -0.002, 0.001, -0.001, 0.003, -0.003, 0.0005, -0.0005)  # relative, one per repeat
+UNITS = {"latency": "cycle", "throughput": "warp_inst/cycle/SM", "throughput_x": "warp_inst/cycle/SM",
+         "throughput_y": "warp_inst/cycle/SM", "throughput_x_alone": "warp_inst/cycle/SM",
+         "throughput_y_alone": "warp_inst/cycle/SM", "slowdown_x": "ratio", "slowdown_y": "ratio",
+         "clock_to_clock": "cycle", "elapsed": "cycle", "dispatch": "cycle"}  # fmt: skip
+
+
+def _samples(value: float) -> list[float]:
+    return [value * (1 + w) for w in WOBBLE[:REPEATS]]
 
 
 def _raw(rows: list[tuple[str, dict, str, float]]) -> pd.DataFrame:
-    """Raw-table rows, three repeats each (value, value + 0.01, value - 0.01)."""
-    return pd.DataFrame(
-        [
-            PROVENANCE
-            | {
-                "case": case,
-                "params": json.dumps(p, sort_keys=True, separators=(",", ":")),
-                "metric": metric,
-                "repeat": i,
-                "value": value + d,
-            }
-            for case, p, metric, value in rows
-            for i, d in enumerate((0.0, 0.01, -0.01))
-        ]
-    )
+    """A raw table as the run stage writes it: nine samples per point, each metric in the unit its binary prints."""
+    by_unit: dict[str, list] = {}
+    for case, point, metric, value in rows:
+        by_unit.setdefault(UNITS[metric], []).append((case, point, metric, _samples(value)))
+    return pd.concat([raw_frame(r, unit=u, arch="sm_90a", category="pipelines") for u, r in by_unit.items()],
+                     ignore_index=True)  # fmt: skip
 
 
-# Synthetic co-issue classes: index, alone rate (warp_inst/cycle/SM), ops per body. In a pair every warp runs one
-# body of each, so the paired rates keep the ops ratio; SCENARIO picks the pair's total rate: the shared-pipe
-# expectation, the issue limit (4), or (default) 98% of the issue-limited expectation. A class paired with itself
-# stays at its alone rate (saturated).
+# Synthetic co-issue classes (the real case ids and class indices): alone rate (warp_inst/cycle/SM) and ops per body.
+# In a pair every warp runs one body of each, so the paired rates keep the ops ratio; SCENARIO picks the pair's total:
+# the shared-pipe expectation, 99% of the issue limit, or (default) 98% of the issue-limited expectation. A class
+# paired with itself runs at half its alone rate each (its pipe saturated).
 CLASSES = {"ffma": (0, 3.9, 128), "hfma2": (1, 3.8, 128), "imad": (3, 1.95, 128), "fp64": (4, 1.8, 64),
            "xu": (5, 0.5, 32)}  # fmt: skip
 SCENARIO = {("imad", "fp64"): "shared", ("ffma", "fp64"): "issue"}
@@ -126,11 +133,13 @@ def _coissue_rows() -> list[tuple[str, dict, str, float]]:
     return rows
 
 
+THROUGHPUT = {(1, 1): 0.25, (8, 1): 0.96, (1, 32): 2.0, (2, 32): 2.67, (4, 32): 3.6, (8, 32): 3.96}
+
+
 def _chain_rows() -> list[tuple[str, dict, str, float]]:
-    thr = {(1, 1): 0.25, (8, 1): 0.96, (1, 32): 2.0, (2, 32): 2.67, (4, 32): 3.6, (8, 32): 3.96}
-    rows = [("ffma_normal", {"ilp": i, "warps": w}, "throughput", v) for (i, w), v in thr.items()]
-    rows += [("ffma_subnormal", {"ilp": i, "warps": w}, "throughput", v / 2) for (i, w), v in thr.items()]
-    rows += [("ffma_ftz_subnormal", {"ilp": i, "warps": w}, "throughput", v) for (i, w), v in thr.items()]
+    rows = [("ffma_normal", {"ilp": i, "warps": w}, "throughput", v) for (i, w), v in THROUGHPUT.items()]
+    rows += [("ffma_subnormal", {"ilp": i, "warps": w}, "throughput", v / 2) for (i, w), v in THROUGHPUT.items()]
+    rows += [("ffma_ftz_subnormal", {"ilp": i, "warps": w}, "throughput", v) for (i, w), v in THROUGHPUT.items()]
     lat = {"ffma_normal": 4.04, "ffma_subnormal": 8.08, "ffma_ftz_subnormal": 4.04}
     return rows + [(case, {"ilp": 1, "warps": 1}, "latency", v) for case, v in lat.items()]
 
@@ -144,73 +153,60 @@ def _dispatch_rows() -> list[tuple[str, dict, str, float]]:
     return rows
 
 
+def _run(raw: pd.DataFrame) -> list[figures.Figure]:
+    """Every figure of the pipelines category on `raw`, judged as the figures stage judges them."""
+    return figures.compute(CASES, {"raw": raw}, {}, "sm_90a", "NVIDIA H200")
+
+
 def _frames() -> dict[str, pd.DataFrame]:
     cases = pd.DataFrame(
         {
-            "case": ["ffma_normal", "ffma_subnormal", "ffma_ftz_subnormal", "cvt_e2m1", "coissue_ffma"],
+            "case": ["ffma_normal", "ffma_subnormal", "ffma_ftz_subnormal", "e2m1_pack", "coissue_ffma"],
             "ptx": ["fma.rn.f32", "fma.rn.f32", "fma.rn.ftz.f32", "cvt.rn.satfinite.e2m1x2.f32", "fma.rn.f32"],
             "pipe": ["fma", "fma", "fma", "alu", None],
             "kind": ["chain"] * 4 + ["timed"],
         }
     )
-    sass_rows = [
-        {
-            "arch": a,
-            "case": "ffma_normal",
-            "params": '{"ilp":1}',
-            "variant": "long",
-            "kernel": "k",
-            "ops": 512,
-            "opcode": op,
-            "count": n,
-        }
-        for a in ARCHS
-        for op, n in (("FFMA", 512), ("BRA", 4))
-    ]
-    sass_rows += [{"arch": "sm_120a", "case": "cvt_e2m1", "params": '{"ilp":1}', "variant": "long", "kernel": "k",
-                   "ops": 512, "opcode": "F2FP.E2M1", "count": 512}]  # fmt: skip
-    pipes = pd.DataFrame(
-        [
-            {
-                "case": "ffma_normal",
-                "params": '{"ilp":1,"warps":32}',
-                "variant": "long",
-                "pipe": p,
-                "inst_executed": n,
-                "pct_of_peak": 50.0,
-            }
-            for p, n in (
-                ("fma", 4194336),
-                ("fmaheavy", 2097184),
-                ("fmalite", 2097152),
-                ("alu", 8448),
-                ("uniform", 8192),
-            )
-        ]
-    )
-    status = pd.DataFrame({"case": ["cvt_e2m1"], "params": ['{"ilp":1,"warps":1}'], "status": ["static"],
+    sass_rows = [{"arch": a, "case": "ffma_normal", "params": '{"ilp":1}', "variant": "long", "kernel": "k",
+                  "ops": 512, "opcode": op, "count": n} for a in ARCHS for op, n in (("FFMA", 512), ("BRA", 4))]
+    sass_rows += [{"arch": "sm_120a", "case": "e2m1_pack", "params": '{"ilp":1}', "variant": "long", "kernel": "k",
+                   "ops": 512, "opcode": "F2FP.SATFINITE.E2M1", "count": 512}]  # fmt: skip
+    pipes = pd.DataFrame([{"case": "ffma_normal", "params": '{"ilp":1,"warps":32}', "variant": "long", "pipe": p,
+                           "inst_executed": n, "pct_of_peak": 50.0}
+                          for p, n in (("fma", 4194336), ("fmaheavy", 2097184), ("fmalite", 2097152), ("alu", 8448),
+                                       ("uniform", 8192))])  # fmt: skip
+    status = pd.DataFrame({"case": ["e2m1_pack"], "params": ['{"ilp":1,"warps":1}'], "status": ["static"],
                            "reason": ["not run: sm_90a lacks cvt_narrow"]})  # fmt: skip
     raw = _raw(_chain_rows() + _coissue_rows() + _dispatch_rows())
-    return {"raw": raw, "cases": cases, "sass": pd.DataFrame(sass_rows), "pipes": pipes, "status": status}
+    found = figures.rows(_run(raw), {"category": "pipelines", "gpu": "NVIDIA H200", "arch": "sm_90a"})
+    return {"raw": raw, "cases": cases, "sass": pd.DataFrame(sass_rows), "pipes": pipes, "status": status,
+            "figures": tables.frame("figures", found)}  # fmt: skip
 
 
-def test_reference_table_has_sass_latency_knee_pipes_and_static_rows() -> None:
-    table = pipelines.reference_table(_frames()).set_index("case")
-    assert "coissue_ffma" not in table.index  # timed cases are not instruction rows
-    ffma = table.loc["ffma_normal"]
-    assert ffma["SASS sm_90a"] == ffma["SASS sm_120a"] == "FFMA x1"
-    assert ffma["latency (cycle)"] == pytest.approx(4.04)
-    assert ffma["best throughput (warp_inst/cycle/SM)"] == pytest.approx(3.96)
-    assert json.loads(ffma["at"]) == {"ilp": 8, "warps": 32}
-    assert ffma["ILP knee"] == 4  # 3.6 >= 0.9 * 3.96 at 32 warps; 2.67 is not
-    assert ffma["ncu pipes (long, ilp 1)"] == "fma (100%), fmaheavy (50%), fmalite (50%)"
-    static = table.loc["cvt_e2m1"]
-    assert static["latency (cycle)"] == "not run: sm_90a lacks cvt_narrow"
-    assert static["SASS sm_120a"] == "F2FP.E2M1 x1" and pd.isna(static["SASS sm_90a"])
+def _by_name(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    return frames["figures"].set_index("figure")
+
+
+def test_ilp_knees_are_figures_at_the_fewest_and_most_warps() -> None:
+    figs = _by_name(_frames())
+    assert figs.loc["ffma_normal ILP knee at warps=32", "value"] == 4  # 3.6 >= 0.9 * 3.96 at 32 warps; 2.67 is not
+    assert figs.loc["ffma_normal ILP knee at warps=1", "value"] == 8  # 0.25 < 0.9 * 0.96
+    knee = figs.loc["ffma_normal ILP knee at warps=32"]
+    assert knee["kind"] == "derived" and knee["unit"] == "ilp" and knee["spread"] == 0
+    assert set(json.loads(knee["points"])) == {tables.canonical_params({"ilp": i, "warps": 32}) for i in (1, 2, 4, 8)}
+    assert "ilp 2: 2.67" in knee["derivation"] and knee["status"] in tables.FIGURE_STATUSES
+
+
+def test_ilp_knee_and_its_spread_follow_the_repeats() -> None:
+    assert derive.ilp_knee({1: 1.0, 2: 1.0, 4: 1.0}) == 1 and derive.ilp_knee({1: 0.2, 2: 0.5, 4: 0.95, 8: 1.0}) == 4
+    flat = {1: [1.0, 1.0], 2: [1.0, 1.0]}
+    torn = {1: [0.95, 0.80], 2: [1.0, 1.0]}  # the second repeat falls below the knee share at ilp 1
+    assert derive.robust(derive.ilp_knee, {k: pd.Series(v).to_numpy() for k, v in flat.items()}) == (1, 0)
+    assert derive.robust(derive.ilp_knee, {k: pd.Series(v).to_numpy() for k, v in torn.items()})[1] == 1
 
 
 def test_topology_separates_shared_pipe_from_issue_limited_pairs() -> None:
-    evidence, groups = pipelines.topology(pipelines.coissue_pairs(_frames()["raw"]))
+    evidence, groups = derive.topology(derive.coissue_pairs(_frames()["raw"]))
     ev = evidence.set_index(["name_x", "name_y"])
     # ffma + fp64 (mix 2:1): alone rates allow 5.85 and 5.4 in total, the dispatch port 4; measured 3.96
     issue = ev.loc[("ffma", "fp64")]
@@ -238,34 +234,90 @@ def test_the_rule_does_not_read_issue_starvation_as_a_shared_pipe() -> None:
     base = {"x": 0, "y": 3, "name_x": "ffma", "name_y": "imad", "throughput_x_alone": 3.9, "throughput_y_alone": 1.95}
     at_issue = pd.DataFrame([base | {"throughput_x": 1.95, "throughput_y": 1.95}])  # 3.9 = min(4, 3.9/.5, 1.95/.5)
     at_shared = pd.DataFrame([base | {"throughput_x": 1.3, "throughput_y": 1.3}])  # 2.6 = 1/(.5/3.9 + .5/1.95)
-    assert pipelines.pair_model(at_issue)["verdict"].item() == "independent"
-    assert pipelines.pair_model(at_shared)["verdict"].item() == "shared pipe"
+    assert derive.pair_model(at_issue)["verdict"].item() == "independent"
+    assert derive.pair_model(at_shared)["verdict"].item() == "shared pipe"
 
 
-def test_sections_render_every_part_with_the_numbers() -> None:
+def test_coissue_figures_carry_the_pair_model_and_the_pipe_groups() -> None:
+    figs = _by_name(_frames())
+    index = figs.loc["coissue imad+fp64 sharing index"]
+    assert index["value"] == pytest.approx(1.0, abs=0.02) and index["derivation"].endswith(": shared pipe")
+    assert index["case"] == "coissue_imad" and json.loads(index["points"]) == [index["params"]]
+    assert figs.loc["coissue ffma+fp64 sharing index", "derivation"].endswith(": issue-limited")
+    assert "coissue ffma+hfma2 sharing index" not in figs.index  # cannot tell: no index, only the slowdown
+    assert "cannot tell" in figs.loc["coissue ffma+hfma2 slowdown beyond issue", "derivation"]
+    assert figs.loc["coissue imad+fp64 paired total", "value"] == pytest.approx(1 / (2 / 3 / 1.95 + 1 / 3 / 1.8),
+                                                                                   rel=1e-3)  # fmt: skip
+    assert figs.loc["coissue xu alone rate", "value"] == pytest.approx(0.5, rel=1e-2)
+    groups = figs.loc["pipe groups"]
+    assert groups["value"] == 4 and "{imad, fp64}" in groups["derivation"]
+    assert "issue-limited: 2" in groups["derivation"] and "shared pipe: 1" in groups["derivation"]
+    assert not any(n.startswith("coissue_ffma peak") or " slowdown_x at " in n for n in figs.index)  # rules: none
+
+
+def test_subnormal_penalties_and_dispatch_are_derived_figures() -> None:
+    figs = _by_name(_frames())
+    assert figs.loc["ffma subnormal latency penalty", "value"] == pytest.approx(2.0)
+    assert figs.loc["ffma subnormal throughput penalty", "value"] == pytest.approx(2.0)
+    assert figs.loc["ffma subnormal latency penalty", "spread"] > 0  # from the samples' extremes
+    assert figs.loc["dispatch_iadd3 dispatch latency", "value"] == pytest.approx(3.0)
+    assert figs.loc["dispatch_iadd3 cycles per further dependent op", "value"] == pytest.approx(4.0)
+    assert figs.loc["dispatch_iadd3 dispatch latency", "paper"] == "dispatch_latency_sm120"
+    assert "dispatch_iadd3 dispatch at n=1" not in figs.index  # the derived figure stands for it
+
+
+def test_a_derived_figure_is_contradicted_by_a_counter_at_a_point_it_stands_on() -> None:
+    frames = _frames()
+    at = tables.canonical_params({"ilp": 4, "warps": 32})
+    crossval = pd.DataFrame([{"case": "ffma_normal", "params": at, "check": "cycles: clock64 span vs x",
+                              "clock64_value": 1.0, "counter_value": 2.0, "verdict": "disagree", "note": ""}])
+    found = figures.compute(CASES, {"raw": frames["raw"], "crossval": crossval}, {}, "sm_90a", "NVIDIA H200")
+    (knee,) = [f for f in found if f.name == "ffma_normal ILP knee at warps=32"]
+    status, reason = judge(knee.checks)
+    assert status == "contradicted" and "cycles" in reason, reason
+    (one,) = [f for f in found if f.name == "ffma_normal ILP knee at warps=1"]  # stands on other points
+    assert judge(one.checks)[0] != "contradicted"
+
+
+def test_reference_table_shows_the_figures_with_sass_pipes_and_static_rows() -> None:
+    table = pipelines.reference_table(_frames()).set_index("case")
+    assert "coissue_ffma" not in table.index  # timed cases are not instruction rows
+    ffma = table.loc["ffma_normal"]
+    assert ffma["SASS sm_90a"] == ffma["SASS sm_120a"] == "FFMA x1"
+    assert ffma["latency (cycle)"] == pytest.approx(4.04)
+    assert ffma["best throughput (warp_inst/cycle/SM)"] == pytest.approx(3.96)
+    assert ffma["at"] == "ilp=8, warps=32"
+    assert ffma["ILP knee (warps=32)"] == 4 and ffma["ILP knee (warps=1)"] == 8
+    assert "s-verified" in ffma["latency status"] or "s-unverified" in ffma["latency status"]
+    assert ffma["ncu pipes (long, ilp 1)"] == "fma (100%), fmaheavy (50%), fmalite (50%)"
+    static = table.loc["e2m1_pack"]
+    assert static["latency (cycle)"] == "not run: sm_90a lacks cvt_narrow"
+    assert static["SASS sm_120a"] == "F2FP.SATFINITE.E2M1 x1" and pd.isna(static["SASS sm_90a"])
+
+
+def test_sections_render_every_part_from_the_figures() -> None:
     sections = dict(pipelines.sections(_frames()))
     assert list(sections) == ["Instruction reference table", "Co-issue matrix", "Pipe topology",
                               "Subnormal operands", "Dispatch latency"]  # fmt: skip
     assert "<svg" in sections["Co-issue matrix"] and "2.00" in sections["Co-issue matrix"]
-    assert "{imad, fp64}" in sections["Pipe topology"]
-    assert "4 separately loaded pipe groups among 5 classes" in sections["Pipe topology"]
-    assert "issue-limited: 2" in sections["Pipe topology"] and "shared pipe: 1" in sections["Pipe topology"]
-    assert "3.00 cycles beyond a back-to-back clock read" in sections["Dispatch latency"]
-    assert "each further dependent op 4.00 cycles" in sections["Dispatch latency"]
-    sub = pipelines.subnormal_table(_frames()["raw"]).set_index("instruction").loc["ffma"]
-    assert sub["latency penalty (x)"] == pytest.approx(2.0)
-    assert sub["best throughput penalty (x)"] == pytest.approx(2.0)
-    assert sub["latency ftz_subnormal"] == pytest.approx(4.04)
+    assert "coissue xu alone rate" in sections["Co-issue matrix"]
+    topo = sections["Pipe topology"]
+    assert "{imad, fp64}" in topo and "4 separately loaded pipe groups among 5 classes" in topo
+    assert "issue-limited: 2" in topo and "shared pipe: 1" in topo and "coissue imad+fp64 sharing index" in topo
+    assert "3.000 cycles beyond a back-to-back clock read" in sections["Dispatch latency"]
+    assert "each further dependent op 4.000 cycles" in sections["Dispatch latency"]
+    assert "ffma subnormal latency penalty" in sections["Subnormal operands"]
+    assert all('class="s-' in html for title, html in sections.items()), "every number shows its status"
 
 
-@pytest.mark.parametrize("missing", ["all", "raw"])
+@pytest.mark.parametrize("missing", ["all", "figures"])
 def test_sections_say_what_is_missing_without_raising(missing: str) -> None:
-    frames = {} if missing == "all" else {k: v for k, v in _frames().items() if k != "raw"}
+    frames = {} if missing == "all" else {k: v for k, v in _frames().items() if k != "figures"}
     sections = dict(pipelines.sections(frames))
     assert len(sections) == 5
-    assert "no co-issue rows" in sections["Co-issue matrix"]
-    assert "no dispatch rows" in sections["Dispatch latency"]
-    if missing == "raw":
+    assert "no co-issue figures" in sections["Co-issue matrix"]
+    assert "no dispatch figures" in sections["Dispatch latency"]
+    if missing == "figures":
         assert "not run" in sections["Instruction reference table"]
 
 

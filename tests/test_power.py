@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import ARCHS, FIXTURES, ROOT, assert_sass_claims
-from smdissect import catalog, power, sass, tables
+from smdissect import catalog, figures, power, report, sass, tables
+from smdissect.checks import judge
 from smdissect.views import power as view
 
 CASES = catalog.load(ROOT / "kernels", "power")
@@ -152,15 +153,95 @@ def test_efficiency_at_the_most_sms() -> None:
     assert "idle" not in eff.index
 
 
+def judged(raw: pd.DataFrame, others: dict | None = None) -> dict[str, figures.Figure]:
+    return {f.name: f for f in figures.compute(CASES, {"raw": raw}, others or {}, "sm_90a", "NVIDIA H200")}
+
+
+def figures_frame(raw: pd.DataFrame) -> pd.DataFrame:
+    found = figures.compute(CASES, {"raw": raw}, {}, "sm_90a", "NVIDIA H200")
+    prov = {"gpu": "NVIDIA H200", "arch": "sm_90a", "category": "power"}
+    return tables.frame("figures", figures.rows(found, prov))
+
+
+def test_derived_figures_recover_the_model() -> None:
+    found = judged(raw_frame(MODELS, throttled={("power_bf16_mma", 132): 40.0}))
+    for case, (intercept, slope, rate) in MODELS.items():
+        assert found[f"{case} P_infrastructure (fit intercept)"].value == pytest.approx(intercept)
+        assert found[f"{case} k per active SM (fit slope)"].value == pytest.approx(slope)
+        assert found[f"{case} R^2 of the power fit"].value == pytest.approx(1.0)
+        assert found[f"{case} P_infrastructure minus the idle card"].value == pytest.approx(intercept - 78.0)
+        top = 170 + 2.9 * 132 - 40 if case == "power_bf16_mma" else intercept + slope * 132
+        share = found[f"{case} P_infrastructure share of the board power at sms=132"]
+        assert share.value == pytest.approx(100 * intercept / top)
+        assert found[f"{case} TFLOPS/W at sms=132"].value == pytest.approx(rate * 132 / top)
+    bf16 = found["power_bf16_mma P_infrastructure (fit intercept)"]
+    assert len(bf16.points) == len(SWEEP) - 1 and "unthrottled" in bf16.derivation  # the capped point is left out
+    fp32 = 0.5 * 132 / (160 + 1.1 * 132)
+    vs = found["power_fp64_dfma TFLOPS/W over power_fp32_ffma at sms=132"]
+    assert vs.value == pytest.approx(0.25 * 132 / (158 + 1.6 * 132) / fp32)
+    assert "power_fp32_ffma TFLOPS/W over power_fp32_ffma at sms=132" not in found
+    residuals = [f for f in found.values() if f.case == "power_fp16_hfma2" and f.metric == "fit_residual"]
+    assert len(residuals) == len(SWEEP) and all(abs(f.value) < 1e-9 for f in residuals)
+    # energy, NVML readings, clocks, temperature and throttle masks are evidence, not figures (the idle clock stays)
+    evidence = {"energy", "power_nvml", "temperature", "throttle_reasons"}
+    assert not [f for f in found.values() if f.metric in evidence]
+    assert [f.name for f in found.values() if f.metric == "sm_clock_nvml"] == ["power_idle sm_clock_nvml"]
+
+
+def test_jackknife_spread_and_a_bent_line() -> None:
+    # power convex in SMs (+0.002 W per SM^2): the line's residuals are positive at both ends, negative between
+    raw = raw_frame(MODELS)
+    raw.loc[raw["metric"] == "power", "value"] += 0.002 * raw.loc[raw["metric"] == "power", "params"].map(
+        lambda p: json.loads(p)["sms"] ** 2
+    )
+    found = judged(raw)
+    residuals = sorted((json.loads(f.params)["sms"], f.value) for f in found.values()
+                       if f.case == "power_fp32_ffma" and f.metric == "fit_residual")  # fmt: skip
+    assert residuals[0][1] > 0 and residuals[-1][1] > 0 and min(v for _, v in residuals[1:-1]) < 0
+    intercept = found["power_fp32_ffma P_infrastructure (fit intercept)"]
+    assert intercept.value < 160 and intercept.spread > 0  # a line through a convex curve undershoots at 0 SMs
+    sms = np.array(SWEEP, float)
+    watts = 160 + 1.1 * sms + 0.002 * sms**2
+    loo = [power.line(np.delete(sms, i), np.delete(watts, i))["intercept_w"] for i in range(len(sms))]
+    assert intercept.spread == pytest.approx(max(loo) - min(loo))
+
+
+def test_the_text_follows_the_intercepts() -> None:
+    above = figures_frame(raw_frame(MODELS))  # intercepts 158..170 W, idle 78 W
+    text = view.where_intercept(above)
+    assert "above the idle card" in text and "below" not in text
+    idle_high = raw_frame(MODELS)
+    idle_high.loc[(idle_high["case"] == power.IDLE) & (idle_high["metric"] == "power"), "value"] = 200.0
+    text = view.where_intercept(figures_frame(idle_high))
+    assert "below the idle card" in text and "above the idle card" not in text and "crosses zero SMs" in text
+    assert "positive at both ends" not in text  # the residuals of a straight model are not bent: no such claim
+
+
 def test_view_on_a_real_shaped_run() -> None:
-    html = dict(view.sections({"raw": raw_frame(MODELS, throttled={("power_fp64_dfma", 132): 25.0})}))
+    raw = raw_frame(MODELS, throttled={("power_fp64_dfma", 132): 25.0})
+    html = dict(view.sections({"raw": raw, "figures": figures_frame(raw)}))
     model = html["Power model: P = P_infrastructure + k x active SMs"]
-    assert "2.9" in model and "170" in model and "unthrottled" in model and "1 sample(s)" in model
-    assert "<svg" in html["Board power versus active SMs"]
+    assert "2.900" in model and "170.0" in model and "unthrottled" in model and "1 sample(s)" in model
+    assert "power_bf16_mma P_infrastructure (fit intercept)" in model and "s-unverified" in model
+    chart = html["Board power versus active SMs"]
+    assert "<svg" in chart and "power_fp64_dfma fit residual at sms=132" in chart and "-25.00" in chart
     efficiency = html["Energy efficiency (TFLOPS/W) at the most SMs measured"]
-    assert f"{3.0 * 132 / (170 + 2.9 * 132):.4g}" in efficiency
+    assert report.number(3.0 * 132 / (170 + 2.9 * 132)) in efficiency and "TFLOPS/W over power_fp32_ffma" in efficiency
     samples = html["Clocks, temperature and throttle reasons per sample"]
-    assert "sw_power_cap" in samples and "0x4" in samples and "gpu_idle" in samples and "-25" in samples
+    assert "sw_power_cap" in samples and "0x4" in samples and "gpu_idle" in samples and "evidence" in samples
+
+
+def test_same_work_as_the_tensorcore_bf16_mma() -> None:
+    raw = raw_frame(MODELS)  # bf16 TFLOPS at 132 SMs: 3 x 132 = 396
+    near = figures.Figure(case="mma_bf16_f32", metric="tflops", unit="TFLOPS", kind="peak", name="x", value=400.0,
+                          spread=0.0, samples=9, derivation="", params='{"ilp":2,"warps":16}')  # fmt: skip
+    found = judged(raw, {"tensorcore": [near]})
+    (same,) = [c for c in found["power_bf16_mma peak tflops"].checks if c.name == "same work"]
+    assert same.verdict == "agree" and same.independent
+    far = figures.Figure(**(near.__dict__ | {"value": 500.0}))
+    found = judged(raw, {"tensorcore": [far]})
+    status, reason = judge(found["power_bf16_mma peak tflops"].checks)
+    assert status == "contradicted" and "tensorcore/mma_bf16_f32" in reason
 
 
 @pytest.mark.parametrize("frames", [{}, {"raw": pd.DataFrame()}])
@@ -184,6 +265,24 @@ def test_recorded_h200_samples_fit_a_line() -> None:
     fp32 = busy[(busy["case"] == "power_fp32_ffma") & (busy["sms"] == busy["sms"].max())].iloc[0]
     peak = fp32["sms"] * 256 * fp32["clock64_mhz"] / 1e6  # FFMA: 128 lanes x 2 FLOP per SM and cycle
     assert 0.7 * peak < fp32["tflops"] < 1.02 * peak
+
+
+@pytest.mark.skipif(not RECORDED.exists(), reason=f"{RECORDED.relative_to(ROOT)} not recorded yet")
+def test_recorded_h200_figures_and_what_the_page_says() -> None:
+    raw = tables.read("raw", RECORDED)
+    found = judged(raw)
+    idle = found["power_idle power"].value
+    for case in power.PRECISIONS:
+        intercept = found[f"{case} P_infrastructure (fit intercept)"]
+        gap = found[f"{case} P_infrastructure minus the idle card"]
+        assert gap.value == pytest.approx(intercept.value - idle)
+        assert found[f"{case} k per active SM (fit slope)"].value > 0
+        assert found[f"{case} R^2 of the power fit"].value > 0.99
+    # the recorded card's intercepts sit a few W below the awake idle card: the page must say so, not "above"
+    text = view.where_intercept(figures_frame(raw))
+    assert "below the idle card" in text and "above the idle card" not in text
+    assert "positive at both ends" in text  # its residuals bend: power grows faster than linearly with SMs
+    assert found["power_bf16_mma TFLOPS/W over power_fp32_ffma at sms=132"].value > 5  # tensor cores: > 5x FFMA
 
 
 @pytest.mark.gpu

@@ -1,5 +1,6 @@
-"""The scheduler category: manifest, both archs' builds and SASS expectations, the report view, and
-(on a GPU) the patching experiment end to end."""
+"""The scheduler category: manifest, both archs' builds and SASS expectations, the derived figures (sub-core
+binding, warps to saturate, scoreboard depth, setmaxnreg, patching) on raw tables shaped like a real run's, the
+report view that renders them, and (on a GPU) the patching experiment end to end."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ARCHS, FLAGS, ROOT
-from smdissect import catalog, controlcodes, sass
+from conftest import ARCHS, FLAGS, ROOT, raw_frame
+from smdissect import catalog, controlcodes, figures, sass, tables
+from smdissect.derived import scheduler as scheduler_figures
 from smdissect.views import scheduler
 
 KERNELS = ROOT / "kernels"
@@ -33,15 +35,28 @@ def test_family_sass_holds(compiled: Callable[[str, str, str], Path], arch: str,
     """Every listed kernel exists in the binary and meets its case's SASS expectations."""
     binary = compiled(arch, "scheduler", family)
     listing = json.loads(binary.with_suffix(".json").read_text())
-    counts = sass.opcodes(sass.dump(binary, arch))
+    text = sass.dump(binary, arch)
+    counts, code = sass.opcodes(text), sass.code(text)
     by_id = {c.id: c for c in CASES}
     assert {entry["case"] for entry in listing} == {c.id for c in CASES if c.family == family}
     for entry in listing:
         for kernel in entry["kernels"]:
             assert kernel["symbol"] in counts, f"{kernel['symbol']} not in the {arch} SASS"
-            rows = sass.check(by_id[entry["case"]], counts[kernel["symbol"]], kernel["ops"])
+            rows = sass.claims(by_id[entry["case"]], code[kernel["symbol"]], kernel["ops"])
             bad = [r for r in rows if r["verdict"] != "agree"]
             assert not bad, f"{arch} {entry['case']} {kernel['symbol']}: {bad}"
+
+
+def test_setmaxnreg_times_the_loop_around_its_clock_reads(compiled: Callable[[str, str, str], Path]) -> None:
+    """Its step (one .dec, one .inc with a TRY_ALLOC retry loop) is straight-line code in a loop around the clock
+    reads; the default rule would take the retry loop between two reads (one USETMAXREG: claim fails)."""
+    (case,) = [c for c in CASES if c.id == "setmaxnreg"]
+    code = sass.code(sass.dump(compiled("sm_90a", "scheduler", "setmaxnreg"), "sm_90a"))
+    kernel = next(k for name, k in code.items() if name.startswith("maxnreg_pair<") and name.endswith(",1>"))
+    assert sass.timed_loop(kernel, around=True)[2] == "loop around the clock reads"
+    assert sass.count(sass.loop_opcodes(kernel, around=True), "USETMAXREG") == 2
+    assert sass.count(sass.loop_opcodes(kernel), "USETMAXREG") == 1  # the retry loop alone
+    assert case.sass_loop == "around"
 
 
 def test_sass_check_can_fail(compiled: Callable[[str, str, str], Path]) -> None:
@@ -51,34 +66,68 @@ def test_sass_check_can_fail(compiled: Callable[[str, str, str], Path]) -> None:
     assert any(r["verdict"] == "disagree" for r in rows)
 
 
-def _raw() -> pd.DataFrame:
-    """Raw rows shaped like the run stage's, values as a sub-core-bound H200 would give them."""
-    rows = []
+UNITS = {"throughput": "warp_inst/cycle/warp", "pair_throughput": "warp_inst/cycle", "partner_warpid": "id",
+         "same_subpartition": "fraction", "subpartition_match": "fraction", "warpid_equal": "fraction",
+         "warp0_warpid": "id", "resident_warps": "warp", "max_resident_warps": "warp", "max_resident_ctas": "cta",
+         "cycles_per_iteration": "cycle", "dec_cost": "cycle", "inc_cost": "cycle", "wrong_results": "thread",
+         "lost_steps": "step", "cycles_per_ffma": "cycle", "latency": "cycle"}  # fmt: skip
+WOBBLE = (0.0, 0.001, -0.001, 0.002, -0.002, 0.0, 0.0005, -0.0005, 0.0)  # relative, one per repeat (nine)
 
-    def add(case: str, params: dict[str, int], metric: str, value: float) -> None:
-        for repeat in range(3):
-            key = json.dumps(params, sort_keys=True, separators=(",", ":"))
-            rows.append({"case": case, "params": key, "metric": metric, "repeat": repeat, "value": value})
 
-    for p in range(8):
-        add("subcore_ffma", {"partner": p}, "throughput", 0.5 if p == 4 else 0.95)
-        add("subcore_ffma", {"partner": p}, "same_subpartition", float(p % 4 == 0))
-    add("warpid_map", {"warps": 8}, "subpartition_match", 1.0)
-    for w in (1, 4, 16, 64):
-        add("warps_ffma", {"warps": w}, "throughput", min(4.0, w / 4))
-        add("warps_ffma", {"warps": w}, "resident_warps", w)
-    add("max_resident", {"cta_warps": 2}, "max_resident_warps", 64)
-    for n in (1, 12, 32):
-        add("scoreboard_depth", {"loads": n}, "cycles_per_iteration", 260 + 2 * n)
-    for k in (1, 4):
-        add("stall_patch", {"stall": k}, "wrong_results", 128 if k < 4 else 0)
-        add("stall_patch", {"stall": k}, "cycles_per_ffma", k)
-        add("stall_patch", {"stall": k}, "latency", 4.04)
-    for f in (0, 1):
-        add("yield_patch", {"flipped": f, "warps": 4}, "cycles_per_iteration", 520 + 300 * f)
-    add("setmaxnreg", {"low": 32}, "dec_cost", 50)
-    add("setmaxnreg", {"low": 32}, "inc_cost", 61)
-    return pd.DataFrame(rows)
+def _raw(scoreboard_step: bool = True) -> pd.DataFrame:
+    """Raw rows shaped like the run stage's (nine samples per point, each metric in its binary's unit), with values
+    as a sub-core-bound H200 gives them."""
+    rows: dict[str, list] = {}
+
+    def add(case: str, params: dict[str, int], metric: str, value: float, exact: bool = False) -> None:
+        unit = "warp_inst/cycle/SM" if case.startswith("warps_") and metric == "throughput" else UNITS[metric]
+        samples = [value] * len(WOBBLE) if exact else [value * (1 + w) for w in WOBBLE]
+        rows.setdefault(unit, []).append((case, params, metric, samples))
+
+    for case, alone in (("subcore_ffma", 0.85), ("subcore_mufu", 0.124)):
+        for p in range(8):
+            same = p % 4 == 0
+            add(case, {"partner": p}, "throughput", alone * (0.58 if same and p else 1))
+            add(case, {"partner": p}, "pair_throughput", alone * (1.16 if same and p else 2 if p else 1))
+            add(case, {"partner": p}, "same_subpartition", float(same), exact=True)
+            add(case, {"partner": p}, "partner_warpid", float((p + 3) % 8), exact=True)
+    for w in (4, 8, 32):
+        add("warpid_map", {"warps": w}, "subpartition_match", 1.0, exact=True)
+        add("warpid_map", {"warps": w}, "warpid_equal", 0.0, exact=True)
+        add("warpid_map", {"warps": w}, "warp0_warpid", 1.0, exact=True)
+    for case, per_warp, peak in (("warps_ffma", 0.245, 1.99), ("warps_mufu", 0.0586, 0.4997)):
+        for w in (1, 2, 4, 8, 12, 16, 32, 64):
+            add(case, {"warps": w}, "throughput", min(peak, per_warp * w))
+            add(case, {"warps": w}, "resident_warps", w, exact=True)
+    for cta, warps, ctas in ((1, 32, 32), (2, 64, 32), (4, 64, 16)):
+        add("max_resident", {"cta_warps": cta}, "max_resident_warps", warps, exact=True)
+        add("max_resident", {"cta_warps": cta}, "max_resident_ctas", ctas, exact=True)
+    for n in (1, 2, 4, 8, 12, 16, 20, 24, 28, 32):
+        add("scoreboard_depth", {"loads": n}, "cycles_per_iteration", 276 + 8 * n + (200 if scoreboard_step and
+                                                                                     n >= 24 else 0))  # fmt: skip
+    for low, inc in ((32, 48.0), (64, 47.0), (96, 46.0)):
+        add("setmaxnreg", {"low": low}, "dec_cost", 83.0)
+        add("setmaxnreg", {"low": low}, "inc_cost", inc)
+    for k in (1, 2, 3, 4, 5, 6, 8, 12):
+        add("stall_patch", {"stall": k}, "wrong_results", 128 if k < 4 else 0, exact=True)
+        add("stall_patch", {"stall": k}, "lost_steps", 4032 if k < 4 else 0, exact=True)
+        add("stall_patch", {"stall": k}, "cycles_per_ffma", max(2.17, k + 0.12))
+        add("stall_patch", {"stall": k}, "latency", 4.12)
+    for w in (1, 4, 8):
+        for f in (0, 1):
+            add("yield_patch", {"flipped": f, "warps": w}, "cycles_per_iteration", 528 * (1.5 if f and w == 8 else 1))
+            add("yield_patch", {"flipped": f, "warps": w}, "wrong_results", 0, exact=True)
+    return pd.concat([raw_frame(r, unit=u, arch="sm_90a", category="scheduler") for u, r in rows.items()],
+                     ignore_index=True)  # fmt: skip
+
+
+def _figures(raw: pd.DataFrame) -> list[figures.Figure]:
+    """Every figure of the scheduler category on `raw`, judged as the figures stage judges them."""
+    return figures.compute(CASES, {"raw": raw}, {}, "sm_90a", "NVIDIA H200")
+
+
+def _table(raw: pd.DataFrame) -> pd.DataFrame:
+    return tables.frame("figures", figures.rows(_figures(raw), {"category": "scheduler", "arch": "sm_90a"}))
 
 
 def _codes() -> pd.DataFrame:
@@ -87,18 +136,86 @@ def _codes() -> pd.DataFrame:
     return pd.DataFrame(chain, columns=controlcodes.COLUMNS)
 
 
-def test_view_renders_every_section() -> None:
-    frames = {
-        "raw": _raw(),
-        "controlcodes": _codes(),
-        "sass": pd.DataFrame({"case": ["stall_patch"], "kernel": ["ffma_chain"]}),
-    }
+def test_subcore_figures_say_each_warp_is_bound_to_its_subpartition() -> None:
+    figs = {f.name: f for f in _figures(_raw())}
+    assert figs["subcore_ffma warp 0 alone"].value == pytest.approx(0.85)
+    assert figs["subcore_ffma warp 0 beside a warp of its own sub-partition"].value == pytest.approx(0.85 * 0.58)
+    assert figs["subcore_ffma same-sub-partition slowdown"].value == pytest.approx(1 / 0.58)
+    assert figs["subcore_ffma same-sub-partition slowdown"].spread > 0  # from the samples' extremes
+    assert figs["subcore_mufu sub-partition binding"].value == 1
+    assert figs["subcore_ffma pair rate on one sub-partition"].value == pytest.approx(0.85 * 1.16)
+    assert figs["subcore_ffma warp 0 beside a warp of its own sub-partition"].points == ('{"partner":4}',)
+    assert not any(n.startswith("subcore_ffma peak") or "partner_warpid" in n for n in figs)  # rules: none
+    assert "warpid_map warp0_warpid at warps=4" not in figs and "warpid_map warpid_equal at warps=4" in figs
+
+
+def test_binding_falls_when_the_slowdown_ignores_warpid() -> None:
+    rate = {"a": 0.5, "b": 0.95, "c": 0.5}  # c shares no sub-partition with warp 0, yet is slowed
+    assert scheduler_figures.binding(rate, 1.0, same=["a"], other=["b", "c"]) == pytest.approx(2 / 3)
+    assert scheduler_figures.binding(rate, 1.0, same=["a", "c"], other=["b"]) == 1
+
+
+def test_warp_scaling_gives_the_warps_to_saturate_and_the_residency_limits() -> None:
+    figs = {f.name: f for f in _figures(_raw())}
+    assert figs["warps_ffma warps to saturate"].value == 8  # 8 x 0.245 = 1.96 >= 0.9 x 1.99; 4 warps: 0.98
+    assert figs["warps_mufu warps to saturate"].value == 8  # 8 x 0.0586 = 0.469 >= 0.9 x 0.4997
+    assert figs["warps_mufu warps to saturate"].paper == "sfu_saturation_warps_sm120"
+    assert figs["warps_ffma warps to saturate"].paper == ""  # the paper has no FFMA figure
+    peak = figs["warps_ffma peak throughput"]
+    plateau = [c for c in peak.checks if c.name == "plateau"]
+    assert [c.verdict for c in plateau] == ["agree"], plateau  # saturate: [warps] judges the 32 -> 64 step
+    assert [c.verdict for c in peak.checks if c.name == "bound"] == ["agree"]  # under the fma pipe's 4
+    assert figs["max_resident peak max_resident_warps"].value == 64
+    assert figs["max_resident peak max_resident_ctas"].value == 32
+    assert not any("resident_warps at" in n for n in figs)
+    assert scheduler_figures.saturation_warps({1: 0.1, 2: 0.2, 4: 0.4}) == 4  # still rising: the last point
+
+
+def test_scoreboard_depth_is_one_number() -> None:
+    (depth,) = [f for f in _figures(_raw()) if f.name == "scoreboard depth"]
+    assert depth.value == 20 and depth.unit == "loads" and depth.kind == "derived"
+    assert depth.paper == "scoreboard_depth_min_sm120"  # the paper's one number (>= 12 on sm_120) beside it
+    assert "20 loads" in depth.derivation and "24 loads" in depth.derivation and len(depth.points) == 10
+    (flat,) = [f for f in _figures(_raw(scoreboard_step=False)) if f.name == "scoreboard depth"]
+    assert flat.value == 32 and "no step up to 32 loads" in flat.derivation  # a lower bound: the sweep's end
+    assert scheduler_figures.scoreboard_depth({1: 100.0, 2: 110.0, 4: 200.0}) == (2, 4)
+
+
+def test_setmaxnreg_and_patching_figures() -> None:
+    figs = {f.name: f for f in _figures(_raw())}
+    assert figs["setmaxnreg.dec cost"].value == pytest.approx(83) and figs["setmaxnreg.dec cost"].metric == "dec_cost"
+    assert figs["setmaxnreg.inc cost"].value == pytest.approx(47, rel=1e-2)
+    assert (figs["setmaxnreg.dec cost"].paper, figs["setmaxnreg.inc cost"].paper) == (
+        "setmaxnreg_dec_latency_sm120", "setmaxnreg_inc_latency_sm120")  # fmt: skip
+    assert "TRY_ALLOC" in figs["setmaxnreg.inc cost"].method  # the manifest's method, kept by a derived figure
+    assert figs["setmaxnreg.inc cost"].spread == pytest.approx(48 * 1.002 - 46 * 0.998)
+    assert not any(n.startswith("setmaxnreg dec_cost at") for n in figs)
+    assert figs["stall_patch smallest safe stall count"].value == 4
+    assert figs["stall_patch cycles per stall count"].value == pytest.approx(1.0)
+    assert figs["yield_patch inverted yield at warps=8"].value == pytest.approx(1.5)
+    assert figs["yield_patch inverted yield at warps=4"].value == pytest.approx(1.0)
+    assert figs["yield_patch wrong results"].value == 0
+    assert scheduler_figures.safe_stall({1: 5, 2: 0, 3: 7, 4: 0, 8: 0}) == 4  # a wrong stall above 2 resets it
+    assert scheduler_figures.safe_stall({1: 5, 12: 3}) is None
+    same = [c for c in figs["stall_patch latency at stall=4"].checks if c.name == "same work"]
+    assert [c.verdict for c in same] == ["n/a"]  # pipelines/ffma not given here: cannot agree or disagree
+
+
+def test_view_renders_every_section_from_the_figures() -> None:
+    raw = _raw()
+    frames = {"raw": raw, "figures": _table(raw), "controlcodes": _codes(),
+              "sass": pd.DataFrame({"case": ["stall_patch"], "kernel": ["ffma_chain"]})}  # fmt: skip
     out = dict(scheduler.sections(frames))
     assert len(out) == 6
     assert all("<svg" in out[t] for t in ("Sub-core binding (warpid % 4)", "Scoreboard depth", "Binary patching"))
+    assert "subcore_ffma same-sub-partition slowdown" in out["Sub-core binding (warpid % 4)"]
+    assert "warps_ffma warps to saturate" in out["Latency hiding: throughput vs resident warps"]
+    assert "scoreboard depth" in out["Scoreboard depth"] and "20.00" in out["Scoreboard depth"]
     codes = out["Control codes of the chain kernels"]
-    assert "ffma_chain" in codes and "4.04" in codes
-    assert "128" in out["Binary patching"]
+    assert "ffma_chain" in codes and "4.120" in codes  # the chain's stall count beside its measured latency
+    assert "stall_patch smallest safe stall count" in out["Binary patching"] and "128.0" in out["Binary patching"]
+    assert "setmaxnreg.dec cost" in out["setmaxnreg cost"] and "83.00" in out["setmaxnreg cost"]
+    assert all('class="s-' in html for t, html in out.items() if t != "Control codes of the chain kernels")
 
 
 def test_chain_stalls_picks_the_mode() -> None:
@@ -108,6 +225,16 @@ def test_chain_stalls_picks_the_mode() -> None:
     assert summary.to_dict("records")[0] | {"yield_share": 1.0} == {
         "kernel": "ffma_chain", "opcode": "FFMA", "count": 128, "stall": 4, "yield_share": 1.0}  # fmt: skip
     assert scheduler.chain_stalls(codes.head(10)).empty
+    both = pd.concat([codes.assign(arch="sm_90a"), codes.assign(arch="sm_120a", stall=2)])
+    assert scheduler.chain_stalls(both).set_index("arch")["stall"].to_dict() == {"sm_90a": 4, "sm_120a": 2}
+
+
+def test_control_code_figures_where_the_figures_stage_has_the_table() -> None:
+    checks = pd.DataFrame({"case": ["stall_patch"], "params": ["{}"], "kernel": ["ffma_chain"], "arch": ["sm_90a"]})
+    found = scheduler_figures.control_code_figures({"controlcodes": _codes().assign(arch="sm_90a"),
+                                                    "sass_checks": checks}, [])  # fmt: skip
+    assert [(f.name, f.value, f.case) for f in found] == [("ffma_chain compiler stall count", 4.0, "stall_patch")]
+    assert scheduler_figures.control_code_figures({"controlcodes": _codes()}, []) == []
 
 
 @pytest.mark.parametrize("frames", [{}, {"raw": pd.DataFrame()}, {"raw": _raw().head(0), "controlcodes": _codes()}])

@@ -10,12 +10,15 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ARCHS, ROOT
-from smdissect import catalog, pipeline, sass, tables
+from conftest import ARCHS, ROOT, raw_frame
+from smdissect import catalog, figures, pipeline, sass, tables
+from smdissect.checks import judge
+from smdissect.derived import tensorcore as derived
 from smdissect.views import tensorcore as view
 
 FAMILIES = ["mma", "blockscale", "wgmma", "ldmatrix"]
 CASES = catalog.load(ROOT / "kernels", "tensorcore")
+RUN = ROOT / "reports" / "h200" / "tables" / "sm_90a" / "tensorcore"
 
 # What each arch makes of the formats whose SASS differs between them (per mma of the long ilp-1 kernel).
 FORMS = {
@@ -89,40 +92,170 @@ def test_block_scale_kinds_become_the_block_scale_instruction(compiled, tmp_path
 
 
 def test_peak_is_the_datasheet_over_sms_and_clock() -> None:
-    assert view._peak_per_cycle("sm_90a", "wgmma_f16_ss") == pytest.approx(989.4e12 / (132 * 1830e6))
-    assert view._peak_per_cycle("sm_90a", "mma_sp_f16_f32") == pytest.approx(2 * 989.4e12 / (132 * 1830e6))
-    assert view._peak_per_cycle("sm_120a", "mma_f16_f32") is None
+    dense = 989.4e12 / (132 * 1830e6)
+    assert derived.peak_per_cycle("sm_90a", "wgmma_f16_ss") == pytest.approx(dense)
+    assert derived.peak_per_cycle("sm_90a", "mma_sp_f16_f32") == pytest.approx(2 * dense)
+    assert derived.peak_per_cycle("sm_90a", "mma_e5m2_f32") == pytest.approx(1978.9e12 / (132 * 1830e6))  # FP8
+    assert derived.peak_per_cycle("sm_120a", "mma_f16_f32") is None  # GeForce: FP32-accumulate rate per SKU
+    # Hopper's datasheets give no INT4 or b1 peak (A100's did): nothing bounds those on sm_90a
+    assert derived.peak_per_cycle("sm_90a", "mma_s4_s32") is None
+    assert derived.peak_per_cycle("sm_90a", "mma_b1_s32") is None
+    assert derived.peak_per_cycle("sm_80", "mma_b1_s32") == pytest.approx(4992e12 / (108 * 1410e6))
+    assert derived.peak_per_cycle("sm_90a", "ldmatrix_x4") is None
 
 
-def raw_frame(points: list[tuple[str, dict, str, float]]) -> pd.DataFrame:
-    """A raw table with the pipeline's columns, one sample per (case, params, metric, value)."""
-    rows = [{"gpu": "NVIDIA H200", "gpu_uuid": "GPU-0", "arch": "sm_90a", "driver": "580", "cuda": "13.0",
-             "run_id": "t", "category": "tensorcore", "case": c, "params": json.dumps(p, sort_keys=True,
-             separators=(",", ":")), "sm_clock_before_mhz": 1980.0, "sm_clock_after_mhz": 1980.0, "family": "mma",
-             "metric": m, "unit": "", "repeat": 0, "value": v, "cycles": 1e5, "iterations": 64,
-             "clock_mhz": 1980.0, "smid": 0} for c, p, m, v in points]  # fmt: skip
-    return pd.DataFrame(rows)
+def test_tensor_cases_name_their_bound_and_their_plateau() -> None:
+    for case in CASES:
+        fmt, sparse, _ = derived.tensor_format(case.id)
+        if fmt is None:
+            assert case.peak is None and case.saturate == ("ilp", "warps"), case.id
+            continue
+        # the bound the checks apply is the one % of peak uses, but for the fp8 mma.sync that sm_90a emulates with
+        # HMMA: bounded by the f16 rate there (no sm_89/sm_120 datasheet gives either for FP32 accumulate)
+        bound = "f16" if case.id in ("mma_e4m3_f32", "mma_e5m2_f32") else fmt
+        assert case.peak == f"tensor:{bound}", case.id
+        assert sparse == ("sp" in case.id.split("_")), case.id
+        assert case.saturate == (("n", "warpgroups", "batch") if case.id.startswith("wgmma") else ("ilp", "warps"))
+    by_id = {c.id: c for c in CASES}
+    assert by_id["mma_e4m3_f32"].built_from == ("mma_f16_f32",)  # sm_90a emulates it with HMMA
+    assert by_id["mma_s4_s32"].built_from == ("mma_s8_s32",)  # 2 IMMA.S8 per mma on both archs
+
+
+def frame(rows: list[tuple[str, dict, str, list[float]]], units: dict[str, str]) -> pd.DataFrame:
+    """A raw table as an H200 run writes it (conftest's raw_frame), each metric in its unit."""
+    parts = [raw_frame([r for r in rows if r[2] == m], unit=u, arch="sm_90a", category="tensorcore", clock_mhz=1795.0)
+             for m, u in units.items()]  # fmt: skip
+    return pd.concat(parts, ignore_index=True)
+
+
+UNITS = {"latency": "cycle", "throughput": "op/cycle/SM", "flops": "FLOP/cycle/SM", "tflops": "TFLOPS"}
+SWEEP = [(i, w) for i in (1, 2, 4, 8) for w in (1, 4, 8, 16)]
+
+
+def mma_rows(case: str, flop: float, latency: float, rate) -> list:
+    """An mma.sync case over ilp x warps: `rate(ilp, warps)` op/cycle/SM (three samples a point, 0.1% apart)."""
+    rows = [(case, {"ilp": 1, "warps": 1}, "latency", [latency] * 3)]
+    for ilp, warps in SWEEP:
+        r, p = rate(ilp, warps), {"ilp": ilp, "warps": warps}
+        rows += [(case, p, "throughput", [r * 0.999, r, r * 1.001]), (case, p, "flops", [r * flop] * 3),
+                 (case, p, "tflops", [r * flop * 132 * 1795e6 / 1e12] * 3)]  # fmt: skip
+    return rows
+
+
+def wgmma_rows(case: str) -> list:
+    """wgmma over n and warpgroups: one warpgroup 3000 FLOP/cycle/SM, two at the 4096 peak."""
+    rows = []
+    for n in (64, 256):
+        rows.append((case, {"batch": 1, "ilp": 1, "n": n, "warpgroups": 1}, "latency", [85.0 + n] * 3))
+        for batch, groups in ((1, 1), (1, 2), (4, 1), (4, 2)):
+            p, flops = {"batch": batch, "ilp": 1, "n": n, "warpgroups": groups}, 3000.0 if groups == 1 else 4096.0
+            rows += [(case, p, "flops", [flops] * 3), (case, p, "throughput", [flops / (2 * 64 * n * 16)] * 3),
+                     (case, p, "tflops", [flops * 132 * 1795e6 / 1e12] * 3)]  # fmt: skip
+    return rows
+
+
+def real_shaped_run() -> pd.DataFrame:
+    """mma.sync f16 levelling at one HMMA per 6 cycles per sub-partition, an fp8 mma.sync whose HMMAs left the timed
+    loop (4-cycle latency, above the e4m3 peak), the INT4 emulation still rising at 16 warps, and wgmma at the peak."""
+    # as in the H200 run, the best point (ilp 2, 16 warps) sits on the plateau, 0.3% above the rest of it
+    rows = mma_rows(
+        "mma_f16_f32", 4096, 24.0, lambda i, w: min(i * w / 24, 2 / 3) * (1.003 if (i, w) == (2, 16) else 1)
+    )
+    rows += mma_rows("mma_e4m3_f32", 8192, 4.0, lambda i, w: 1.03 if (i, w) == (4, 16) else min(i * w / 4, 1.0))
+    rows += mma_rows("mma_s4_s32", 16384, 157.0, lambda i, w: 0.0033 * w)
+    rows += wgmma_rows("wgmma_f16_ss")
+    return frame(rows, UNITS)
+
+
+def judged(raw: pd.DataFrame) -> list[figures.Figure]:
+    return figures.compute(CASES, {"raw": raw}, {}, "sm_90a", "NVIDIA H200")
+
+
+def by_name(found: list[figures.Figure]) -> dict[str, figures.Figure]:
+    return {f.name: f for f in found}
+
+
+def test_derived_figures_stand_at_the_peak_flops_point() -> None:
+    found = by_name(judged(real_shaped_run()))
+    dense = 989.4e12 / (132 * 1830e6)
+    peak = found["mma_f16_f32 peak flops"]
+    interval = found["mma_f16_f32 issue interval"]
+    assert interval.kind == "derived" and interval.points == (peak.params,)
+    rate = 2 / 3 * 1.003  # at the peak point
+    assert interval.value == pytest.approx(4 / rate)
+    assert interval.spread == pytest.approx(4 / (rate * 0.999) - 4 / (rate * 1.001))  # the samples' range
+    assert found["mma_f16_f32 % of the f16 peak"].value == pytest.approx(100 * peak.value / dense)
+    assert found["mma_f16_f32 throughput at peak flops"].params == peak.params  # the manifest's {at: flops}
+    # wgmma: one wgmma per SM every 2 x 64 x n x 16 / 4096 cycles at the peak point; throughput and TFLOPS derived
+    wg = found["wgmma_f16_ss peak flops"]
+    n = json.loads(wg.params)["n"]
+    assert found["wgmma_f16_ss issue interval"].value == pytest.approx(2 * 64 * n * 16 / 4096)
+    assert found["wgmma_f16_ss % of the f16 peak"].value == pytest.approx(100 * 4096 / dense)
+    assert found["wgmma_f16_ss throughput at peak flops"].kind == "derived"
+    assert "wgmma_f16_ss peak throughput" not in found and "wgmma_f16_ss peak tflops" not in found  # rule: none
+    gap = found["wgmma f16 over mma.sync f16 FLOP/cycle/SM"]
+    assert gap.value == pytest.approx(1 / rate) and set(gap.points) == {wg.params, peak.params}
+    # no datasheet INT4 peak on Hopper: no % of peak for the emulated s4
+    assert "mma_s4_s32 issue interval" in found and not any(k.startswith("mma_s4_s32 %") for k in found)
+
+
+def test_the_checks_catch_a_hoisted_fp8_mma_and_an_unsaturated_emulation() -> None:
+    found = by_name(judged(real_shaped_run()))
+    status = {k: judge(f.checks) for k, f in found.items()}
+    assert status["mma_e4m3_f32 peak flops"][0] == "contradicted" and "f16 tensor peak" in status[
+        "mma_e4m3_f32 peak flops"][1]  # fmt: skip
+    assert status["mma_e4m3_f32 latency"][0] == "contradicted" and "mma_f16_f32 latency" in status[
+        "mma_e4m3_f32 latency"][1]  # fmt: skip
+    assert status["mma_s4_s32 peak flops"][0] == "contradicted" and "not saturated" in status[
+        "mma_s4_s32 peak flops"][1]  # fmt: skip
+    for name in ("mma_f16_f32 peak flops", "mma_f16_f32 latency", "wgmma_f16_ss peak flops"):
+        assert status[name][0] != "contradicted", (name, status[name])
+    plateau = [c for c in found["wgmma_f16_ss peak flops"].checks if c.name == "plateau"]
+    assert [c.verdict for c in plateau] == ["agree"] and "tensor peak" in plateau[0].detail
+
+
+def figures_frame(found: list[figures.Figure]) -> pd.DataFrame:
+    prov = {"gpu": "NVIDIA H200", "arch": "sm_90a", "category": "tensorcore"}
+    return tables.frame("figures", figures.rows(found, prov))
 
 
 def test_view_sections_on_real_shaped_frames(compiled, tmp_path: Path) -> None:
-    sync, wg = {"ilp": 1, "warps": 1}, {"batch": 4, "ilp": 1, "n": 256, "warpgroups": 2}
-    raw = raw_frame([
-        ("mma_f16_f32", sync, "latency", 33.0), ("mma_f16_f32", sync, "throughput", 0.03),
-        ("mma_f16_f32", {"ilp": 8, "warps": 16}, "throughput", 0.5),
-        ("mma_f16_f32", {"ilp": 8, "warps": 16}, "flops", 2048.0),
-        ("mma_f16_f32", {"ilp": 8, "warps": 16}, "tflops", 535.0),
-        ("wgmma_f16_ss", wg, "throughput", 0.0075), ("wgmma_f16_ss", wg, "flops", 3932.0),
-        ("wgmma_f16_ss", wg, "tflops", 1027.0),
-    ])  # fmt: skip
+    raw = real_shaped_run()
+    table = figures_frame(judged(raw))
     sass_rows = pd.concat([sass_frames(compiled, "sm_90a", f, tmp_path)[0] for f in ("mma", "wgmma")])
-    table = view.per_format(raw, sass_rows).set_index("case")
-    assert table.loc["mma_f16_f32", "issue interval (cycle)"] == pytest.approx(4 / 0.5)
-    assert table.loc["wgmma_f16_ss", "% of peak"] == pytest.approx(100 * 3932 / (989.4e12 / (132 * 1830e6)))
-    assert table.loc["mma_f16_f32", "form"] == "native"
-    titled = dict(view.sections({"raw": raw, "sass": sass_rows}))
-    assert "1.92x mma.sync" in titled["mma.sync vs wgmma"]
+    rows = view.per_format(table)
+    assert list(dict.fromkeys(rows["case"])) == list(dict.fromkeys(raw["case"]))  # run order
+    first = rows[rows["case"] == "mma_f16_f32"]["metric"].tolist()
+    assert first == ["latency", "issue_interval", "throughput", "flops", "pct_of_peak", "tflops"]
+    titled = dict(view.sections({"raw": raw, "sass": sass_rows, "figures": table}))
+    assert "1.50x" in titled["mma.sync vs wgmma"] and "wgmma f16 over mma.sync f16" in titled["mma.sync vs wgmma"]
+    formats = titled["Tensor-core formats"]
+    assert "mma_f16_f32 issue interval" in formats and "5.982" in formats and "s-contradicted" in formats
     assert "<svg" in titled["Latency per format"] and "<svg" in titled["wgmma throughput over N and warpgroups"]
+    assert "<svg" in titled["Share of the format's dense peak"]
     assert "not run: needs sm_120a" not in titled["SASS form per case (native or emulated)"]
+
+
+def test_committed_h200_tensor_figures() -> None:
+    paths = sorted(RUN.glob("*/raw.parquet"))
+    if not paths:
+        pytest.skip("no committed H200 tensorcore run")
+    found = by_name(judged(tables.read("raw", paths)))
+    # every mma.sync format issues one mma every ~6 cycles per sub-partition: 2/3 of the dense f16/bf16/tf32/s8 peak
+    for case in ("mma_f16_f32", "mma_bf16_f32", "mma_tf32_f32", "mma_s8_s32"):
+        assert 5.9 < found[f"{case} issue interval"].value < 6.1, case
+    fmt = {"mma_f16_f32": "f16", "mma_bf16_f32": "bf16", "mma_tf32_f32": "tf32", "mma_s8_s32": "s8"}
+    for case, name in fmt.items():
+        assert 65 < found[f"{case} % of the {name} peak"].value < 69, case
+    for case in ("wgmma_f16_ss", "wgmma_bf16_ss"):  # wgmma reaches the datasheet's dense rate
+        assert found[f"{case} % of the {case.split('_')[1]} peak"].value == pytest.approx(100, abs=2)
+    # b1: BMMA at the same issue interval, 2 x 16 x 8 x 256 OPs each; no Hopper datasheet peak bounds it
+    b1 = found["mma_b1_s32 peak flops"]
+    assert b1.value == pytest.approx(2 * 16 * 8 * 256 * 4 / 6, rel=0.01)
+    assert not [c for c in b1.checks if c.name == "bound"]
+    # the fp8 mma.sync whose HMMAs ptxas hoisted out of the timed loop: its latency and rate are contradicted
+    assert judge(found["mma_e4m3_f32 latency"].checks)[0] == "contradicted"
+    assert judge(found["mma_e4m3_f32 peak flops"].checks)[0] == "contradicted"
 
 
 def test_view_without_gpu_tables_says_so(compiled, tmp_path: Path) -> None:

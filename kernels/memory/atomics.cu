@@ -42,13 +42,16 @@ struct Cas {
 };
 
 // The cell holds 0 and every operand is the previous result (0): a dependent chain the compiler
-// cannot shorten, and the cell never changes (finite, checked).
+// cannot shorten, and the cell never changes (finite, checked). The address is offset by threadIdx.x (0: one thread
+// runs) so that it is not provably warp-uniform: on a uniform address nvcc turns a u32 atomicAdd whose result is used
+// into a warp-aggregated sequence (VOTE.ANY, then either the plain atomic or a SHFL.UP scan feeding one atomic per
+// warp), so each step would also time a vote, a compare and a branch.
 template <class Op, class E, int SPACE>
 __global__ void atomic_latency(typename E::T* cell, mem::Slope* out) {
   using T = typename E::T;
-  __shared__ T local;
-  T* p = SPACE == kShared ? &local : cell;
-  if (SPACE == kShared) local = *cell;
+  __shared__ T local[1];
+  T* p = (SPACE == kShared ? local : cell) + threadIdx.x;
+  if (SPACE == kShared) *p = *cell;
   __syncthreads();
   T x = *cell;
   mem::Slope s;
@@ -72,8 +75,11 @@ __global__ void atomic_latency(typename E::T* cell, mem::Slope* out) {
 
 // kPerThread independent atomics per thread on its own word (contention 0) or on word 0 (contention 1); the
 // operand (0) is a launch argument, so the compiler can neither drop nor merge them.
+// The kPerThread atomics sit in a loop of `passes` (1) passes: where an atomic is a CAS retry loop (u64/f32/f64 add on
+// shared memory), the timed work is then that outer loop, not the first atomic's retry loop.
 template <class Op, class E, int SPACE>
-__global__ void atomic_throughput(typename E::T* cells, typename E::T operand, int contended, smd::Stamp* stamps) {
+__global__ void atomic_throughput(typename E::T* cells, typename E::T operand, int contended, int passes,
+                                  smd::Stamp* stamps) {
   using T = typename E::T;
   __shared__ T local[kThreads];
   const long gid = blockIdx.x * long(blockDim.x) + threadIdx.x;
@@ -82,8 +88,10 @@ __global__ void atomic_throughput(typename E::T* cells, typename E::T operand, i
   __syncthreads();
   const unsigned long long ns0 = smd::clock_ns();
   const long long c0 = smd::clock_cycles();
+#pragma unroll 1
+  for (int r = 0; r < passes; ++r)
 #pragma unroll
-  for (int i = 0; i < kPerThread; ++i) Op::apply(p, operand);
+    for (int i = 0; i < kPerThread; ++i) Op::apply(p, operand);
   __syncthreads();
   const long long c1 = smd::clock_cycles();
   const unsigned long long ns1 = smd::clock_ns();
@@ -153,7 +161,7 @@ void throughput(const std::string& id, const std::map<std::string, long>& point,
   std::vector<smd::Stamp> stamps(d.ctas);
   auto launch = [&] {
     atomic_throughput<Op, E, SPACE><<<d.ctas, kThreads>>>(static_cast<typename E::T*>(d.cells), typename E::T(0),
-                                                        int(contended), d.stamps);
+                                                        int(contended), 1, d.stamps);
     SMD_CHECK(cudaGetLastError());
     SMD_CHECK(cudaDeviceSynchronize());
     SMD_CHECK(cudaMemcpy(stamps.data(), d.stamps, d.ctas * sizeof(smd::Stamp), cudaMemcpyDeviceToHost));

@@ -1,10 +1,10 @@
 // Pointer-chase latency: the staircase over footprint x stride (stride_b 0 = random permutation of
-// 128 B lines), and the per-load latency distribution of an L2-resident footprint seen from chosen SMs
-// (two clusters: the near and the far L2 partition).
+// 128 B lines), and the per-load latency distribution of an L2-resident footprint seen from chosen SMs (whether
+// it has one L2 mode or two, the near and the far partition, is decided from it by smdissect.latency_modes).
 #include "memory.cuh"
 
 constexpr long kNearFarSteps = 16384;  // chased steps per phase of the near/far case (L2-resident)
-constexpr int kHist = 4096;            // individually timed loads of the near/far case
+constexpr int kTimedLoads = 512;       // individually timed loads per launch of the near/far case (9 launches: 4608)
 constexpr int kSmSlots = 16;           // sm_slot s runs on SM s * SMs / 16
 using NearFarLoad = LoadCg;            // L2 only: no load of the near/far case can hit the L1
 
@@ -90,8 +90,9 @@ void run_chase(const std::string& id, const std::map<std::string, long>& point, 
   });
 }
 
-// The first CTA on the target SM warms the footprint; its thread 0 times kHist loads one by one (the
-// shared store of each result makes the clock read wait for it), then the n and 2n phases as usual.
+// The first CTA on the target SM warms the footprint; its thread 0 times kTimedLoads loads one by one (the
+// shared store of each result makes the clock read wait for it), then the n and 2n phases as usual. Every launch
+// starts from the same cursor, so it times the same lines in the same order.
 __global__ void near_far_kernel(unsigned target_sm, int* claimed, unsigned* dt, mem::ChaseArgs a) {
   __shared__ int mine;
   __shared__ uint32_t seen;
@@ -104,7 +105,7 @@ __global__ void near_far_kernel(unsigned target_sm, int* claimed, unsigned* dt, 
   const uint32_t slot = uint32_t(__cvta_generic_to_shared(&seen));
   mem::chase<NearFarLoad, 1>(p, a.warm_steps);
 #pragma unroll 1
-  for (int k = 0; k < kHist; ++k) {
+  for (int k = 0; k < kTimedLoads; ++k) {
     const long long t0 = smd::clock_cycles();
     p[0] = NearFarLoad::next(p[0]);
     asm volatile("st.shared.u32 [%0], %1;" ::"r"(slot), "r"(uint32_t(p[0])) : "memory");  // waits for the load
@@ -123,6 +124,11 @@ __global__ void near_far_kernel(unsigned target_sm, int* claimed, unsigned* dt, 
   a.cursors[0] = p[0];
 }
 
+// Raw distribution data only (smdissect.latency_modes finds the modes): `load_latency` holds every timed load of
+// every launch, launch after launch (its `iterations` is kTimedLoads, the loads per launch), each less its launch's
+// fixed timing overhead (two clock reads and a shared store): the launch's mean timed load less the mean latency of
+// its 3n chased loads (the same footprint, no clock reads between them), recorded per launch as `timing_overhead`.
+// No load is dropped: misses and both partitions' hits are all there.
 void run_near_far(const std::string& id, const std::map<std::string, long>& point, int repeats) {
   const long slot = smd::param(point, "sm_slot");
   if (slot < 0 || slot >= kSmSlots) smd::fail("sm_slot must be in 0..15", 2);
@@ -135,11 +141,10 @@ void run_near_far(const std::string& id, const std::map<std::string, long>& poin
   int* claimed_d;
   unsigned* dt_d;
   SMD_CHECK(cudaMalloc(&claimed_d, sizeof(int)));
-  SMD_CHECK(cudaMalloc(&dt_d, kHist * sizeof(unsigned)));
+  SMD_CHECK(cudaMalloc(&dt_d, kTimedLoads * sizeof(unsigned)));
   const std::unique_ptr<int, cudaError_t (*)(void*)> free_claimed(claimed_d, cudaFree);
   const std::unique_ptr<unsigned, cudaError_t (*)(void*)> free_dt(dt_d, cudaFree);
-  smd::Record near{id, point, "latency_near", "cycle"}, far{id, point, "latency_far", "cycle"},
-      share{id, point, "far_share", "fraction"}, outliers{id, point, "outlier_share", "fraction"};
+  smd::Record loads{id, point, "load_latency", "cycle"}, overhead{id, point, "timing_overhead", "cycle"};
   std::vector<double> cycles, clock;
   auto launch = [&] {
     near_far_kernel<<<2 * sz.sms, 1024>>>(target, claimed_d, dt_d, a);
@@ -156,11 +161,11 @@ void run_near_far(const std::string& id, const std::map<std::string, long>& poin
     }
     int claimed = 0;
     mem::Slope s;
-    std::vector<unsigned> dt(kHist);
+    std::vector<unsigned> dt(kTimedLoads);
     SMD_CHECK(cudaMemcpy(&claimed, claimed_d, sizeof(int), cudaMemcpyDeviceToHost));
     if (!claimed) smd::fail("no CTA ran on SM " + std::to_string(target) + ": cannot time from it");
     SMD_CHECK(cudaMemcpy(&s, scratch.out, sizeof(s), cudaMemcpyDeviceToHost));
-    SMD_CHECK(cudaMemcpy(dt.data(), dt_d, kHist * sizeof(unsigned), cudaMemcpyDeviceToHost));
+    SMD_CHECK(cudaMemcpy(dt.data(), dt_d, kTimedLoads * sizeof(unsigned), cudaMemcpyDeviceToHost));
     uint64_t end = 0;
     SMD_CHECK(cudaMemcpy(&end, scratch.cursors, sizeof(end), cudaMemcpyDeviceToHost));
     if (s.smid != target) smd::fail("near/far CTA ran on the wrong SM");
@@ -170,14 +175,14 @@ void run_near_far(const std::string& id, const std::map<std::string, long>& poin
       return;
     }
     if (r < 0) continue;
-    const std::vector<double> loads(dt.begin(), dt.end());
-    const mem::NearFar split = mem::split_near_far(loads, mem::mean_step(s, a.steps));
-    near.samples.push_back(split.near), far.samples.push_back(split.far);
-    share.samples.push_back(split.far_share), outliers.samples.push_back(split.outlier_share);
+    const double fixed = std::accumulate(dt.begin(), dt.end(), 0.0) / kTimedLoads - mem::mean_step(s, a.steps);
+    for (unsigned t : dt) loads.samples.push_back(double(t) - fixed);
+    overhead.samples.push_back(fixed);
     cycles.push_back(double(s.c2 - s.c0)), clock.push_back(mem::mhz(s));
   }
-  for (smd::Record* rec : {&near, &far, &share, &outliers}) {
-    rec->cycles = smd::median(cycles), rec->clock_mhz = smd::median(clock), rec->iterations = kHist;
+  loads.iterations = kTimedLoads, overhead.iterations = a.steps;
+  for (smd::Record* rec : {&loads, &overhead}) {
+    rec->cycles = smd::median(cycles), rec->clock_mhz = smd::median(clock);
     rec->smid = int(target);
     smd::emit(*rec);
   }

@@ -382,38 +382,6 @@ inline Windows staircase_plan(long slots, long min_steps) {
   return {min_steps / kWindows, kWindowWarm, kWindows, true};
 }
 
-// Per-load latencies of chase_near_far split into the two L2 partitions. The timed loads' fixed overhead (two
-// clock reads and a shared store) is their in-band mean minus `chased`, the mean latency of the same launch's
-// chased loads.
-struct NearFar {
-  double near, far, far_share, outlier_share;
-};
-constexpr double kL2Band = 0.25;  // a load within 25% of the median is an L2 hit; beyond: DRAM or a TLB miss
-
-// Loads outside kL2Band of the median are dropped (outlier_share); the rest are split at the cut that leaves
-// the least variance within the two clusters (exact 2-means on one axis), whatever other modes the tails hold.
-inline NearFar split_near_far(std::vector<double> dt, double chased) {
-  std::sort(dt.begin(), dt.end());
-  const double median = dt[dt.size() / 2];
-  std::vector<double> band;
-  for (double x : dt)
-    if (std::abs(x - median) <= kL2Band * median) band.push_back(x);
-  const long n = long(band.size());
-  std::vector<double> prefix(n + 1, 0.0);
-  for (long i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + band[i];
-  const double overhead = prefix[n] / n - chased;
-  long cut = n;  // band[0, cut) is near; no cut (one cluster) where all values are equal
-  double best = 0;
-  for (long i = 1; i < n; ++i) {
-    const double lo = prefix[i] / i, hi = (prefix[n] - prefix[i]) / (n - i);
-    const double between = double(i) * double(n - i) * (hi - lo) * (hi - lo);
-    if (between > best) best = between, cut = i;
-  }
-  const double near = prefix[cut] / cut - overhead;
-  const double far = cut < n ? (prefix[n] - prefix[cut]) / (n - cut) - overhead : near;
-  return {near, far, double(n - cut) / n, 1.0 - double(n) / dt.size()};
-}
-
 // --list entry of one kernel with no swept template parameter.
 inline smd::KernelInfo kernel(const std::string& symbol, long ops, long iterations,
                               std::map<std::string, long> params = {}) {

@@ -69,10 +69,23 @@ struct Imnmx : U32Op {
   }
 };
 
-struct Iadd64 : U64Op {
-  __device__ static T apply(T x, T a, T) {
-    asm volatile("add.u64 %0, %0, %1;" : "+l"(x) : "l"(a));
-    return x;
+// A Fibonacci step (x, y) -> (x + y, x): one dependent add.u64 whose second operand is the previous step's result.
+// A chain x += a let ptxas fuse each pair of adds into one three-input IADD3 + IADD3.X (x + a + a), half the
+// claimed steps; here every intermediate sum is also the next step's operand, so no add can be folded away. The
+// pair's second half is a register rename: one add per step. sm_90a: IADD3 + IMAD.X (now and then IADD3.X) per
+// step; sm_120a: one IADD.64.
+struct U64Pair {
+  unsigned long long x, y;
+};
+struct Iadd64 {
+  using T = U64Pair;
+  static void seed(T* in) {
+    for (int i = 0; i < smd::kMaxIlp + 2; ++i) in[i] = {1ull + i * 0x100000001ull, 0x9E3779B97F4A7C15ull};
+  }
+  __device__ static T apply(T v, T, T) {
+    T next{0, v.x};
+    asm volatile("add.u64 %0, %1, %2;" : "=l"(next.x) : "l"(v.x), "l"(v.y));
+    return next;
   }
 };
 

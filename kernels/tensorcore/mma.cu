@@ -65,10 +65,49 @@ SMD_MMA424(Bf16F32, true, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
            SMD_UNSCALED, 0, kBf16, kBf16, true, 16, 8, 16, hmma, 1);
 SMD_MMA424(Tf32F32, true, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
            SMD_UNSCALED, 0, kTf32, kTf32, true, 16, 8, 8, hmma, 1);
-SMD_MMA424(E4m3F32, true, "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32",
-           SMD_UNSCALED, 0, kE4m3, kE4m3, true, 16, 8, 32, tensor, major == 12);
-SMD_MMA424(E5m2F32, true, "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32",
-           SMD_UNSCALED, 0, kE5m2, kE5m2, true, 16, 8, 32, tensor, major == 12);
+// m16n8k32 fp8 -> f32. sm_120a runs it as one QMMA. sm_90a has no fp8 mma.sync: ptxas emulates each one with
+// F2FP converts of A and B to f16, two HMMA.16816 on the converted halves and an FADD per accumulator register;
+// with A and B constant it hoisted the converts and HMMAs out of the timed loop and left 4 FADDs per step. There
+// the step therefore feeds each A register from one accumulator register through a LOP3 with a run-time zero
+// (`zero`, from the seed's sign: ptxas cannot fold it), so every mma converts A, multiplies and accumulates inside
+// the chain (B stays constant: its converts are hoisted, as a GEMM reusing a B fragment would); sm_120a keeps the
+// constant operands of the other formats.
+template <uint32_t BITS, bool E4M3>
+struct Fp8F32 : Mma424<BITS, BITS, true> {
+  using Acc = typename Mma424<BITS, BITS, true>::Acc;
+  struct Ctx {
+    uint32_t a[4], b[2], zero;
+  };
+  static constexpr double flop = 2.0 * 16 * 8 * 32;
+  static constexpr tc::Counter counter = tc::Counter::tensor;
+  static int insts(int major) { return major == 12 ? 1 : major == 9 ? 2 : 0; }  // sm_90: the emulation's 2 HMMA
+  __device__ static Ctx setup(float seed) {
+    return {{BITS, BITS, BITS, BITS}, {BITS, BITS}, __float_as_uint(seed) >> 31};
+  }
+  __device__ static void step(Acc& d, const Ctx& x) {
+    uint32_t a[4] = {x.a[0], x.a[1], x.a[2], x.a[3]};
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ / 100 == 9
+#pragma unroll
+    for (int i = 0; i < 4; ++i) a[i] |= d.v[i] & x.zero;  // a LOP3 each; x.zero is 0 at run time: A keeps its value
+#endif
+    if constexpr (E4M3)
+      asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                   "{%0,%1,%2,%3};"
+                   : "+r"(d.v[0]), "+r"(d.v[1]), "+r"(d.v[2]), "+r"(d.v[3])
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(x.b[0]), "r"(x.b[1]));
+    else
+      asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                   "{%0,%1,%2,%3};"
+                   : "+r"(d.v[0]), "+r"(d.v[1]), "+r"(d.v[2]), "+r"(d.v[3])
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(x.b[0]), "r"(x.b[1]));
+  }
+};
+struct E4m3F32 : Fp8F32<kE4m3, true> {
+  static constexpr const char* name = "E4m3F32";
+};
+struct E5m2F32 : Fp8F32<kE5m2, false> {
+  static constexpr const char* name = "E5m2F32";
+};
 SMD_MMA424(S8S32, true, "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32",
            SMD_UNSCALED, 0, kI8, kI8, false, 16, 8, 32, imma, 1);
 SMD_MMA424(U8S32, true, "mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32",

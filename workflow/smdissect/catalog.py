@@ -13,28 +13,17 @@ from typing import Any
 import jsonschema
 import yaml
 
+from .archs import BLACKWELL as BLACKWELL  # re-exported: arch features live in archs
+from .archs import FEATURES
 from .config import load_yaml
 from .errors import SmdissectError
-
-# Arch features a case may require, with the SM versions that have them.
-BLACKWELL = {100, 101, 103, 110, 120, 121}
-FEATURES: dict[str, set[int]] = {
-    "wgmma": {90},
-    "setmaxnreg": {90} | BLACKWELL,
-    "cluster": {90} | BLACKWELL,
-    "tma": {90} | BLACKWELL,
-    "fp4": BLACKWELL,
-    "cvt_narrow": BLACKWELL,  # cvt to e2m1x2 / e2m3x2 / e3m2x2 / ue8m0x2
-    "mma_block_scale": {120, 121},  # mma.sync .kind::mxf8f6f4 / mxf4 / mxf4nvf4 with scale factors
-    "f8f6f4": {120, 121},  # mma.sync .kind::f8f6f4
-    "tcgen05": {100, 101, 103, 110},
-    "clc": {100, 101, 103, 110, 120, 121},  # cluster launch control
-}
 
 # Header-only libraries a family may include: the pip package holding them and its include folders.
 HEADER_PACKAGES: dict[str, tuple[str, tuple[str, ...]]] = {
     "cutlass": ("cutlass_library", ("source/include", "source/tools/util/include")),
 }
+
+CASE_REF = "^([a-z][a-z0-9_]*/)?[a-z][a-z0-9_]*$"  # a case of the same category, or <category>/<case>
 
 MANIFEST_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -117,6 +106,8 @@ MANIFEST_SCHEMA: dict[str, Any] = {
                                 },
                             },
                             "forbid": {"type": "array", "items": {"type": "string"}},
+                            # which loop one timed step repeats where the default rule (sass.timed_loop) is wrong
+                            "loop": {"enum": ["between", "around"]},
                         },
                     },
                     "pipe": {"type": "string", "pattern": "^[a-z0-9_]+(\\+[a-z0-9_]+)*$"},
@@ -124,6 +115,41 @@ MANIFEST_SCHEMA: dict[str, Any] = {
                     "tolerance": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
                     "paper": {"type": "string"},
                     "explain": {"type": "object", "additionalProperties": {"type": "string"}},
+                    # how the case's figures are measured, where published figures use another definition
+                    "method": {"type": "string"},
+                    # which figure each metric gives: its only point, its peak over the sweep, one per point, the
+                    # point where another metric peaks ({at: metric}), or none (a derived figure stands for it)
+                    "figures": {
+                        "type": "object",
+                        "additionalProperties": {
+                            "oneOf": [
+                                {"enum": ["point", "peak", "each", "none"]},
+                                {"type": "object", "additionalProperties": False, "required": ["at"],
+                                 "properties": {"at": {"type": "string"}}},
+                            ]
+                        },
+                    },
+                    # axes along which a peak must have levelled off (the plateau check); chain cases: ilp, warps
+                    "saturate": {"type": "array", "items": {"type": "string"}},
+                    # the hardware peak that bounds the case's rates: pipe:<ncu pipe>, tensor:<format>, dram, smem
+                    "peak": {"type": "string", "pattern": "^(pipe:[a-z0-9_+]+|tensor:[a-z0-9]+|dram|smem)$"},
+                    # cases whose latency this one cannot undercut (it is built from them): [case] or [category/case]
+                    "built_from": {"type": "array", "items": {"type": "string", "pattern": CASE_REF}},
+                    # cases running the same work: their figure of the same metric must agree within tolerance
+                    "same_as": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "required": ["case", "metric"],
+                            "properties": {
+                                "case": {"type": "string", "pattern": CASE_REF},
+                                "metric": {"type": "string"},
+                                "as": {"type": "string"},
+                                "tolerance": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+                            },
+                        },
+                    },
                 },
             },
         },
@@ -143,6 +169,7 @@ class Case:
     sweep: dict[str, list[int]]
     sass_expect: dict[str, list[str]]
     sass_forbid: tuple[str, ...] = ()
+    sass_loop: str = "between"
     kind: str = "chain"
     profile_sweep: dict[str, list[int]] | list[dict[str, list[int]]] | None = None
     min_sm: int = 0
@@ -152,6 +179,21 @@ class Case:
     tolerance: float = 0.05
     paper: str | None = None
     explain: dict[str, str] = field(default_factory=dict)
+    method: str = ""
+    figures: dict[str, str | dict[str, str]] = field(default_factory=dict)
+    saturate: tuple[str, ...] = ()
+    peak: str | None = None
+    built_from: tuple[str, ...] = ()
+    same_as: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def ref(self) -> str:
+        """'<category>/<id>': how another category's manifest names this case."""
+        return f"{self.category}/{self.id}"
+
+    def refer(self, name: str) -> str:
+        """A case reference of this manifest (`id` or `category/id`) as '<category>/<id>'."""
+        return name if "/" in name else f"{self.category}/{name}"
 
     @property
     def family(self) -> str:
@@ -245,6 +287,7 @@ def _case(category: str, entry: dict[str, Any]) -> Case:
         sweep=entry["sweep"],
         sass_expect=expect,
         sass_forbid=tuple(entry["sass"].get("forbid", ())),
+        sass_loop=entry["sass"].get("loop", "between"),
         min_sm=requires.get("min_sm", 0),
         features=tuple(requires.get("features", ())),
         pipe=entry.get("pipe"),
@@ -252,12 +295,26 @@ def _case(category: str, entry: dict[str, Any]) -> Case:
         tolerance=entry.get("tolerance", 0.05),
         paper=entry.get("paper"),
         explain=entry.get("explain", {}),
+        method=entry.get("method", ""),
+        figures=entry.get("figures", {}),
+        saturate=tuple(entry.get("saturate", ("ilp", "warps") if entry.get("kind", "chain") == "chain" else ())),
+        peak=entry.get("peak", f"pipe:{entry['pipe']}" if entry.get("pipe") and entry.get("kind", "chain") == "chain"
+                       else None),
+        built_from=tuple(entry.get("built_from", ())),
+        same_as=tuple(entry.get("same_as", ())),
     )
 
 
 def load_all(kernels: Path, categories: list[str]) -> list[Case]:
     """The cases of several categories, in order."""
     return [case for category in categories for case in load(kernels, category)]
+
+
+def referenced_categories(kernels: Path, category: str) -> list[str]:
+    """The other categories whose figures a category's checks compare against (`built_from`, `same_as`)."""
+    refs = {c.refer(r).split("/")[0] for c in load(kernels, category)
+            for r in (*c.built_from, *(s["case"] for s in c.same_as))}  # fmt: skip
+    return sorted(refs - {category})
 
 
 def families(cases: list[Case]) -> dict[str, list[Case]]:

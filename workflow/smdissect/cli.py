@@ -120,9 +120,16 @@ def cmd_crossval(args: argparse.Namespace) -> None:
                             paths["sass_checks"], paths["listings"], Path(args.out))  # fmt: skip
 
 
+def cmd_figures(args: argparse.Namespace) -> None:
+    """Compute a category's reported figures and judge each one."""
+    kinds = ("raw", "crossval", "sass_checks", "controlcodes")
+    inputs = {k: [Path(p) for p in getattr(args, k)] for k in kinds}
+    pipeline.figures_table(Path(args.kernels), args.category, inputs, [Path(p) for p in args.refs], Path(args.out))
+
+
 def cmd_report(args: argparse.Namespace) -> None:
     """Write a category's HTML page."""
-    kinds = ("raw", "status", "ncu", "stalls", "pipes", "crossval", "sass", "sass_checks", "controlcodes")
+    kinds = ("raw", "status", "ncu", "stalls", "pipes", "crossval", "figures", "sass", "sass_checks", "controlcodes")
     inputs = {k: [Path(p) for p in getattr(args, k)] for k in kinds}
     pipeline.report_page(Path(args.kernels), args.category, inputs, json.loads(args.skipped), Path(args.out),
                          json.loads(args.provenance))  # fmt: skip
@@ -130,7 +137,7 @@ def cmd_report(args: argparse.Namespace) -> None:
 
 def cmd_index(args: argparse.Namespace) -> None:
     """Write the index page of one GPU's reports."""
-    inputs = {k: [Path(p) for p in getattr(args, k)] for k in ("raw", "status", "crossval")}
+    inputs = {k: [Path(p) for p in getattr(args, k)] for k in ("raw", "status", "crossval", "figures")}
     pipeline.index_page(Path(args.kernels), args.gpu, args.categories, inputs, args.archs, args.run_arch or None,
                         json.loads(args.skipped), json.loads(args.provenance), Path(args.out))  # fmt: skip
 
@@ -162,11 +169,13 @@ def parser() -> argparse.ArgumentParser:
         cmd_parse: ["report", "meta", "out_ncu", "out_stalls", "out_pipes"],
         cmd_crossval: ["kernels", "category", "out", *((k, many) for k in ("raw", "ncu", "stalls", "sass_checks",
                                                                             "listings"))],
+        cmd_figures: ["kernels", "category", "out", *((k, many) for k in ("raw", "crossval", "sass_checks",
+                                                                           "controlcodes", "refs"))],
         cmd_report: ["kernels", "category", "out", "skipped", "provenance",
-                     *((k, many) for k in ("raw", "status", "ncu", "stalls", "pipes", "crossval", "sass",
+                     *((k, many) for k in ("raw", "status", "ncu", "stalls", "pipes", "crossval", "figures", "sass",
                                                   "sass_checks", "controlcodes"))],
         cmd_index: ["kernels", "gpu", "out", "skipped", "provenance", ("run_arch", {"default": ""}),
-                    *((k, many) for k in ("categories", "archs", "raw", "status", "crossval"))],
+                    *((k, many) for k in ("categories", "archs", "raw", "status", "crossval", "figures"))],
         cmd_gpus: ["out", ("folders", many)],
         cmd_compare: ["a", ("b", {"default": "paper"}), "out", ("kernels", {"default": "kernels"}),
                       ("categories", many)],

@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from .archs import SCHEDULERS
 from .catalog import Case
 from .ncu import pipe_metric
 from .tables import canonical_params
@@ -28,7 +29,6 @@ WHY = {
     "counter": "the counter saw a different amount of work than the case says its launch did: caching, "
     "prefetch or write-back moved other bytes, or the launch did other work than claimed",
 }
-SCHEDULERS = 4  # warp schedulers (SM sub-partitions) per SM on every arch from sm_70 on
 TOLERANCE = {"cycles": 0.02, "pipe": 0.01, "instructions": 0.02, "cpi": 0.03, "slope": 0.02}
 
 

@@ -11,10 +11,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from .archs import ARCH_SPECIFIC  # re-exported: compute capabilities with an arch-specific ('a') target
 from .errors import SmdissectError
 
-# Compute capabilities with an arch-specific ('a') target: their full feature set needs it.
-ARCH_SPECIFIC = {(9, 0), (10, 0), (10, 1), (10, 3), (11, 0), (12, 0), (12, 1)}
 NVIDIA_PARAMS = Path("/proc/driver/nvidia/params")
 COUNTERS_FIX = (
     "run as root, or load the driver with NVreg_RestrictProfilingToAdminUsers=0 "

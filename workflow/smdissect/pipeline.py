@@ -47,7 +47,8 @@ def sass_tables(
     by_id = {c.id: c for c in cases}
     entries = json.loads(listing.read_text())
     has_kernels = any(e["kernels"] for e in entries)  # a Python family lists none: it has no SASS of its own
-    counts = sass.opcodes(sass.dump(binary, arch)) if has_kernels else {}
+    text = sass.dump(binary, arch) if has_kernels else ""
+    counts, code = sass.opcodes(text), sass.code(text)
     base = {"gpu": "none", "gpu_uuid": "", "arch": arch, "driver": "", "cuda": cuda, "category": cases[0].category,
             "run_id": f"static-{datetime.now(UTC):%Y%m%dT%H%M%SZ}", "family": cases[0].family,
             "commit": run.commit(ROOT)}  # fmt: skip
@@ -62,10 +63,12 @@ def sass_tables(
             key = base | {"case": case.id, "params": tables.canonical_params(k["params"]), "variant": k["variant"],
                           "kernel": k["symbol"]}  # fmt: skip
             observed = counts[k["symbol"]]
-            rows += [key | {"ops": k["ops"], "opcode": op, "count": n} for op, n in sorted(observed.items())]
+            loop = sass.loop_opcodes(code[k["symbol"]], around=case.sass_loop == "around")
+            rows += [key | {"ops": k["ops"], "opcode": op, "count": n, "loop_count": loop.get(op, 0)}
+                     for op, n in sorted(observed.items())]  # fmt: skip
             applies = case.unsupported(arch) is None  # compiled out on this arch: the kernel exists without it
             checks += [key | row | ({} if applies else {"verdict": "not-applicable"})
-                       for row in sass.check(case, observed, k["ops"])]  # fmt: skip
+                       for row in sass.claims(case, code[k["symbol"]], k["ops"])]  # fmt: skip
     tables.write("sass", tables.frame("sass", rows), out_sass)
     tables.write("sass_checks", tables.frame("sass_checks", checks), out_checks)
     codes = controlcodes.decode_binary(binary, arch) if has_kernels else pd.DataFrame(columns=controlcodes.COLUMNS)
@@ -151,6 +154,27 @@ def crossval_table(
     tables.write("crossval", tables.frame("crossval", [prov | r for r in rows]), out)
 
 
+def figures_table(kernels: Path, category: str, inputs: dict[str, list[Path]], refs: list[Path], out: Path) -> None:
+    """Every reported figure of a category with its status, from its tables (`inputs`: raw, crossval, and the run
+    arch's sass_checks and controlcodes); `refs`: raw tables of the categories its cases name in `built_from` /
+    `same_as`."""
+    from . import figures
+
+    frames = {kind: tables.read(kind, paths) for kind, paths in inputs.items()}
+    others = {}
+    for other, group in tables.read("raw", refs).groupby("category"):
+        by_point = figures.points(group)
+        others[str(other)] = [f for c in catalog.load(kernels, str(other)) for f in figures.case_figures(c, group,
+                                                                                                         by_point)]
+    rows: list[dict[str, Any]] = []
+    if len(frames["raw"]):
+        first = frames["raw"].iloc[0]
+        found = figures.compute(catalog.load(kernels, category), frames, others, str(first["arch"]), str(first["gpu"]))
+        prov = first[[n for n, _ in tables.PROVENANCE if n not in ("case", "params")]].to_dict()
+        rows = figures.rows(found, prov)
+    tables.write("figures", tables.frame("figures", rows), out)
+
+
 def report_page(
     kernels: Path, category: str, inputs: dict[str, list[Path]], skipped: dict[str, str], out: Path,
     provenance: dict[str, Any],
@@ -195,8 +219,8 @@ def index_page(
     from . import compare, coverage, report
 
     cases = catalog.load_all(kernels, categories)
-    frames = {kind: tables.read(kind, inputs.get(kind, [])) for kind in ("raw", "status", "crossval")}
-    measured = compare.quantities(frames["raw"])
+    frames = {kind: tables.read(kind, inputs.get(kind, [])) for kind in ("raw", "status", "crossval", "figures")}
+    figures = frames["figures"]
     reference = pd.read_csv(kernels.parent / REFERENCE)
     cov = coverage.coverage(cases, archs, run_arch, frames["status"], skipped.get("run", "not run"))
     pages = [
@@ -206,17 +230,18 @@ def index_page(
             "href": f"{category}.html",
             "verdicts": frames["crossval"][frames["crossval"].category == category].verdict.value_counts().to_dict(),
             "coverage": cov[cov.category == category].status.value_counts().to_dict(),
+            "figures": report.status_counts(figures[figures.category == category]),
         }
         for category in categories
     ]
-    paper = compare.against_paper(measured, cases, reference)
+    paper = compare.against_paper(figures, cases, reference)
     provenance = (raw_provenance(frames["raw"]) if len(frames["raw"]) else {}) | provenance
-    report.render_index(out, gpu, pages, provenance, skipped, paper, compare.instructions(measured, cases),
+    report.render_index(out, gpu, pages, provenance, skipped, paper, compare.instructions(figures, cases),
                         coverage.counts(cov), coverage.not_measured(cov))  # fmt: skip
 
 
 def compare_page(a: Path, b: str, kernels: Path, categories: list[str], out: Path) -> None:
-    """The diff page of two result sets (folders of raw tables), or of one against the paper (`b` = 'paper')."""
+    """The diff page of two result sets (folders of figures tables), or of one against the paper (`b` = 'paper')."""
     from . import compare, report
 
     left = compare.result_set(a)
@@ -243,7 +268,7 @@ def gpus_page(folders: list[Path], out: Path) -> None:
     report.render_gpus(out, pd.DataFrame(rows), [f.name for f in folders])
 
 
-def _set_name(quantities: pd.DataFrame, where: Path | str) -> str:
+def _set_name(figures: pd.DataFrame, where: Path | str) -> str:
     """How a compare page names a result set: its GPU, arch and folder."""
-    first = quantities.iloc[0] if len(quantities) else {"gpu": "?", "arch": "?"}
+    first = figures.iloc[0] if len(figures) else {"gpu": "?", "arch": "?"}
     return f"{first['gpu']} ({first['arch']}) from {where}"

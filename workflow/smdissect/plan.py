@@ -11,7 +11,7 @@ from typing import Any
 from . import build, catalog, config, device, ncu
 from .errors import SmdissectError
 
-GPU_STAGES = ("run", "profile", "parse", "crossval")
+GPU_STAGES = ("run", "profile", "parse", "crossval", "figures")
 STATIC = "static"  # results/static/ and reports/static/: what needs no GPU
 
 
@@ -56,6 +56,10 @@ class Plan:
         """The families of a category ncu profiles on `arch` (a family of static-only cases there has none)."""
         kernels = self.root / "kernels"
         return [f for f in self.profiled[category] if _runs_any(kernels, category, f, arch)]
+
+    def references(self, category: str) -> list[str]:
+        """The configured categories whose figures a category's checks compare against (`built_from`, `same_as`)."""
+        return [c for c in catalog.referenced_categories(self.root / "kernels", category) if c in self.families]
 
     def device_arg(self, folder: str) -> str:
         """The --device of a GPU job writing results/<folder>/: its GPU's CUDA index, or the configured value."""

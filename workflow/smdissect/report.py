@@ -13,8 +13,9 @@ from typing import cast
 import altair as alt
 import pandas as pd
 
+from . import tables
 from .files import write_text
-from .tables import VERDICTS
+from .tables import FIGURE_STATUSES, VERDICTS
 
 # Which pipeline stages produce each table: their skip reason explains an empty section.
 STAGES: dict[str, tuple[str, ...]] = {
@@ -23,6 +24,7 @@ STAGES: dict[str, tuple[str, ...]] = {
     "ncu": ("profile", "parse"),
     "pipes": ("profile", "parse"),
     "crossval": ("crossval",),
+    "figures": ("figures",),
     "sass": ("sass",),
     "sass_checks": ("sass",),
     "status": ("run",),
@@ -40,6 +42,9 @@ table.prov th{font-weight:normal;color:#555}
 .skipped h2{margin-top:0;border:none} .empty{color:#777;font-style:italic}
 td.v-agree{background:#d7f2d7} td.v-disagree{background:#f7d0d0;font-weight:bold}
 td.v-not-applicable{background:#e6e6e6;color:#555}
+span.s-verified,span.s-unverified,span.s-contradicted{padding:0 .4em;border-radius:3px;font-size:12px}
+span.s-verified{background:#d7f2d7} span.s-unverified{background:#eee;color:#444}
+span.s-contradicted{background:#f7d0d0;font-weight:bold}
 code{font-size:12px}
 """
 
@@ -186,33 +191,91 @@ def _medians(raw: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
     return summary.sort_values(["case", "metric", "params"])
 
 
-def _overview(medians: pd.DataFrame) -> str:
-    """Chain cases: dependent latency and best throughput; other cases: each metric's range over the sweep."""
-    chain = medians["metric"].isin(["latency", "throughput"]) & medians["unit"].isin(["cycle", "warp_inst/cycle/SM"])
-    out = _chain_overview(medians[chain]) if chain.any() else ""
-    other = medians[~chain]
-    if len(other):
-        ranges = other.groupby(["case", "metric", "unit"], as_index=False).agg(
-            points=("median", "size"), min=("median", "min"), max=("median", "max"), worst_spread=("spread", "max")
-        )
-        out += "<h3>Other measurements (range of the medians over each sweep)</h3>" + table(ranges)
+def number(value: float, digits: int = 4) -> str:
+    """A figure as a person writes it: `digits` significant figures (4.000, 23.00, 0.5000), whole numbers beyond
+    them (43167), an exponent only outside 1e-3 .. 1e7."""
+    if value is None or pd.isna(value):
+        return ""
+    if value != 0 and not 1e-3 <= abs(value) < 1e7:
+        return f"{value:.{digits - 1}e}"
+    if abs(value) >= 10**digits:
+        return f"{value:.0f}"
+    return f"{value:#.{digits}g}".rstrip(".")
+
+
+def share(spread: float, value: float) -> str:
+    """A spread as a percentage of its value ('' where either is missing)."""
+    if spread is None or value is None or pd.isna(spread) or pd.isna(value) or not value:
+        return ""
+    pct = 100 * spread / abs(value)
+    return "0%" if pct == 0 else f"{pct:.2g}%" if pct < 10 else f"{pct:.0f}%"
+
+
+def badge(status: str) -> str:
+    """A figure's status as a coloured badge."""
+    return f'<span class="s-{html.escape(status)}">{html.escape(status)}</span>'
+
+
+def status_counts(figures: pd.DataFrame) -> dict[str, int]:
+    """How many figures have each status, in FIGURE_STATUSES order."""
+    counts = figures["status"].value_counts() if len(figures) else pd.Series(dtype=int)
+    return {s: int(counts.get(s, 0)) for s in FIGURE_STATUSES}
+
+
+def counts_line(figures: pd.DataFrame) -> str:
+    """'N figures: a verified, b unverified, c contradicted' as a paragraph."""
+    counts = status_counts(figures)
+    parts = ", ".join(f"{badge(s)} <b>{n}</b>" for s, n in counts.items())
+    return f'<p class="counts">{len(figures)} figures: {parts}</p>'
+
+
+def figure_rows(figures: pd.DataFrame, columns: tuple[str, ...] = ("figure", "value", "unit", "spread", "status",
+                                                                    "reason", "method")) -> pd.DataFrame:  # fmt: skip
+    """Figures as display rows: value to 4 significant figures, spread as a share, the status as a badge."""
+    out = pd.DataFrame({
+        "figure": figures["figure"], "value": figures["value"].map(number), "unit": figures["unit"],
+        "spread": [share(s, v) for s, v in zip(figures["spread"], figures["value"], strict=True)],
+        "status": figures["status"].map(badge), "reason": figures["reason"], "method": figures["method"],
+        "derivation": figures["derivation"], "checks": figures["checks"], "case": figures["case"],
+    })  # fmt: skip
+    return out[list(columns)]
+
+
+def figures_of(frames: dict[str, pd.DataFrame], cases: tuple[str, ...] = (), metrics: tuple[str, ...] = (),
+               kinds: tuple[str, ...] = ()) -> pd.DataFrame:  # fmt: skip
+    """The category's figures (frames['figures']) of the given cases, metrics and kinds (each: all when empty)."""
+    df = frames.get("figures")
+    if df is None or df.empty:
+        return pd.DataFrame(columns=tables.SCHEMAS["figures"].names)
+    keep = pd.Series(True, index=df.index)
+    for column, wanted in (("case", cases), ("metric", metrics), ("kind", kinds)):
+        if wanted:
+            keep &= df[column].isin(wanted)
+    return df[keep]
+
+
+def figure_table(figures: pd.DataFrame, columns: tuple[str, ...] = ("figure", "value", "unit", "spread", "status",
+                                                                     "reason")) -> str:  # fmt: skip
+    """Figures as a table with their status badges (a view's way to state numbers), or why there are none."""
+    if figures.empty:
+        return empty("no figures: not measured on this GPU")
+    return table(figure_rows(figures, columns), raw=("status",))
+
+
+def _figures(figures: pd.DataFrame) -> str:
+    """The category's figures: counts by status, the findings (verified and unverified, with why), then the
+    contradicted ones, which are not findings."""
+    findings = figures[figures["status"] != "contradicted"]
+    against = figures[figures["status"] == "contradicted"]
+    out = counts_line(figures)
+    out += table(figure_rows(findings, ("figure", "value", "unit", "spread", "status", "reason", "method",
+                                        "derivation")), raw=("status",)) if len(findings) else empty("no figure stands")
+    if len(against):
+        out += ("<h3>Contradicted: not findings</h3><p>A check disagrees with each of these or a bound is broken; the "
+                "number is kept only as evidence of what went wrong.</p>"
+                + table(figure_rows(against, ("figure", "value", "unit", "status", "reason", "checks")),
+                        raw=("status",)))  # fmt: skip
     return out
-
-
-def _chain_overview(medians: pd.DataFrame) -> str:
-    """One row per chain case: its dependent latency and the best throughput of its sweep."""
-    rows = []
-    for case, group in medians.groupby("case"):
-        latency = group[group["metric"] == "latency"]
-        best = group[group["metric"] == "throughput"].sort_values("median").tail(1)
-        row = {"case": case}
-        if len(latency):
-            lat = latency.iloc[0]
-            row |= {"latency (cycle)": lat["median"], "spread": lat["spread"], "paper": lat.get("paper", "")}
-        if len(best):
-            row |= {"peak throughput (warp_inst/cycle/SM)": best.iloc[0]["median"], "at": best.iloc[0]["params"]}
-        rows.append(row)
-    return table(pd.DataFrame(rows).fillna(""))
 
 
 def _status(status: pd.DataFrame) -> str:
@@ -376,7 +439,7 @@ def render_category(
     body = "".join(
         [
             _header(title, category, provenance, skipped),
-            _section("Summary", part("raw", lambda _: _overview(medians))),
+            _section("Figures", part("figures", _figures)),
             _section("Coverage of the planned points", part("status", _status)),
             *(_section(t, h) for t, h in (view(tables) if view else [])),
             _section("ILP curve", part("raw", _ilp_chart)) if chain else "",
@@ -403,9 +466,11 @@ def render_index(
         verdicts = cast(dict[str, int], page.get("verdicts") or {})
         states = cast(dict[str, int], page.get("coverage") or {})
         link = f'<a href="{html.escape(str(page["href"]), quote=True)}">{html.escape(str(page["category"]))}</a>'
-        rows.append({"category": link, "title": page.get("title", "")} | {v: int(verdicts.get(v, 0)) for v in VERDICTS}
+        figures = cast(dict[str, int], page.get("figures") or {})
+        rows.append({"category": link, "title": page.get("title", "")} | {s: int(figures.get(s, 0)) for s in
+                    FIGURE_STATUSES} | {v: int(verdicts.get(v, 0)) for v in VERDICTS}
                     | {s: int(states.get(s, 0)) for s in STATES})  # fmt: skip
-    cols = ["category", "title", *VERDICTS, *STATES]
+    cols = ["category", "title", *FIGURE_STATUSES, *VERDICTS, *STATES]
     listing = table(pd.DataFrame(rows, columns=cols), raw=("category",)) if rows else empty("no category pages")
     title = f"smdissect — {gpu}"
     total = coverage[list(STATES)].sum() if len(coverage) else pd.Series(0, index=list(STATES))
@@ -449,11 +514,14 @@ def render_gpus(out: Path, gpus: pd.DataFrame, folders: list[str]) -> None:
 
 
 def render_compare(out: Path, names: tuple[str, str], diff: pd.DataFrame) -> None:
-    """Write the diff page of two result sets: flagged rows (difference beyond the samples' spread) first."""
+    """Write the diff page of two result sets: flagged rows (difference beyond the spreads and the floor) first."""
+    from .compare import RELATIVE_FLOOR
+
     flagged = int(diff["flagged"].sum())
     title = "smdissect — comparison"
-    head = _deftable({"a": names[0], "b": names[1], "quantities": str(len(diff)), "flagged": str(flagged)})
-    note = ("<p>A row is flagged where |b - a| exceeds the larger of the two sets' spreads (max - min of the "
-            "samples); a set with one figure (the paper) has spread 0.</p>")  # fmt: skip
+    head = _deftable({"a": names[0], "b": names[1], "figures": str(len(diff)), "flagged": str(flagged)})
+    note = ("<p>Ratio = a / b (b is the reference). A figure is flagged where |a - b| exceeds the larger of the two "
+            f"sets' spreads (max - min of its samples; the paper's have none) and {RELATIVE_FLOOR:.0%} of b; flagged "
+            "rows come first.</p>")  # fmt: skip
     body = f"<h1>{html.escape(title)}</h1>{head}{note}" + _section("Every quantity", table(diff))
     write_text(out, _page(title, body))

@@ -42,11 +42,18 @@ CLOCKS = [
 KERNEL = [("family", pa.string()), ("variant", pa.string()), ("kernel", pa.string())]
 
 SCHEMAS: dict[str, pa.Schema] = {
-    "sass": pa.schema(PROVENANCE + KERNEL + [("ops", pa.int64()), ("opcode", pa.string()), ("count", pa.int64())]),
+    # count: in the whole kernel; loop_count: in one pass of its timed loop (sass.timed_loop), what `ops` counts
+    "sass": pa.schema(
+        PROVENANCE
+        + KERNEL
+        + [("ops", pa.int64()), ("opcode", pa.string()), ("count", pa.int64()), ("loop_count", pa.int64())]
+    ),
+    # scope: `loop` where the expectation is counted in one pass of the timed loop, `kernel` in the whole kernel
     "sass_checks": pa.schema(
         PROVENANCE
         + KERNEL
-        + [("opcode", pa.string()), ("expect", pa.string()), ("count", pa.int64()), ("verdict", pa.string())]
+        + [("opcode", pa.string()), ("expect", pa.string()), ("scope", pa.string()), ("count", pa.int64()),
+           ("verdict", pa.string())]
     ),
     "raw": pa.schema(
         PROVENANCE
@@ -101,15 +108,47 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("note", pa.string()),
         ]
     ),
+    # Every reported figure (figures.compute): value, spread (max - min of its samples), how it was derived and
+    # measured, and its status from the checks (`checks`: each as 'name: verdict (detail)'; `points`: JSON list of
+    # the parameter points it stands on). `params` is the point it was taken at, "" for one derived over a sweep.
+    "figures": pa.schema(
+        PROVENANCE
+        + [
+            ("figure", pa.string()),
+            ("metric", pa.string()),
+            ("unit", pa.string()),
+            ("kind", pa.string()),
+            ("value", pa.float64()),
+            ("spread", pa.float64()),
+            ("samples", pa.int64()),
+            ("derivation", pa.string()),
+            ("points", pa.string()),
+            ("method", pa.string()),
+            ("paper", pa.string()),
+            ("status", pa.string()),
+            ("reason", pa.string()),
+            ("checks", pa.string()),
+        ]
+    ),
 }
 
 VERDICTS = ("agree", "disagree", "not-applicable")
+FIGURE_STATUSES = ("verified", "unverified", "contradicted")
 STATUSES = ("measured", "static", "failed")
 
 
 def canonical_params(params: dict[str, Any]) -> str:
     """The one spelling of a parameter point: JSON with sorted keys and no spaces."""
     return json.dumps(params, sort_keys=True, separators=(",", ":"))
+
+
+def point_text(params: str) -> str:
+    """A parameter point as a person writes it: 'ilp=4, warps=32' ('' for none)."""
+    try:
+        point = json.loads(params or "{}")
+    except json.JSONDecodeError:
+        return str(params)
+    return ", ".join(f"{k}={v}" for k, v in point.items()) if isinstance(point, dict) else str(params)
 
 
 def frame(kind: str, rows: list[dict[str, Any]]) -> pd.DataFrame:

@@ -1,22 +1,23 @@
 """Report view of the cluster category: cluster barrier cost versus cluster size, distributed shared memory
-against local shared memory (latency and bandwidth), the SM-pair ping-pong heatmap and the cluster placement map."""
+against local shared memory (latency and bandwidth), the SM-pair ping-pong heatmap and the cluster placement map.
+Every number is a row of the figures table (smdissect.derived.cluster derives the summaries, hops and ratios); the
+charts and the placement map are drawn from the samples."""
 
 from __future__ import annotations
-
-import math
-from collections import Counter
 
 import altair as alt
 import pandas as pd
 
 from smdissect import report
+from smdissect.derived.cluster import sm_groups
 
 BARRIERS = {"cluster_barrier": "arrive (release) + wait", "cluster_barrier_relaxed": "arrive.relaxed + wait"}
 CHASES = {"dsmem_latency": "peer CTA (shared::cluster)", "dsmem_latency_own": "own CTA (shared::cluster)",
           "smem_latency_local": "own CTA (ld.shared)"}  # fmt: skip
 STREAMS = {"dsmem_read": ("read", "peer CTA"), "dsmem_write": ("write", "peer CTA"),
            "smem_read_local": ("read", "own CTA"), "smem_write_local": ("write", "own CTA")}  # fmt: skip
-PLACEMENT = ["max_active_clusters", "active_sms", "distinct_sms_per_cluster", "smid_span", "sm_groups"]
+PLACEMENT = ["max_active_clusters", "active_sms", "smid_span", "groups_all_launches", "largest_group"]
+COLUMNS = ("figure", "value", "unit", "spread", "status", "reason")
 
 
 def _not_measured(frames: dict[str, pd.DataFrame], cases: list[str]) -> str:
@@ -28,60 +29,38 @@ def _not_measured(frames: dict[str, pd.DataFrame], cases: list[str]) -> str:
     return report.table(rest[["case", "params", "status", "reason"]]) if len(rest) else ""
 
 
+def _figures(frames: dict[str, pd.DataFrame], cases: list[str], metrics: tuple[str, ...] = (),
+             columns: tuple[str, ...] = COLUMNS) -> str:  # fmt: skip
+    figs = report.figures_of(frames, cases=tuple(cases), metrics=metrics)
+    return report.figure_table(figs, columns) if len(figs) else ""
+
+
 def _barrier(frames: dict[str, pd.DataFrame]) -> str:
     data = report.points(frames.get("raw"), list(BARRIERS), "latency", ["cluster"])
-    if data.empty:
+    figs = _figures(frames, list(BARRIERS), columns=(*COLUMNS, "derivation"))
+    if data.empty and not figs:
         return report.empty("no cluster barrier measurements") + _not_measured(frames, list(BARRIERS))
-    data["barrier"] = data["case"].map(BARRIERS)
-    chart = (
-        alt.Chart(data)
-        .mark_line(point=True)
-        .encode(
-            x=alt.X("cluster:Q", scale=alt.Scale(type="log", base=2), title="CTAs per cluster"),
-            y=alt.Y("value:Q", title="cycles per barrier"),
-            color=alt.Color("barrier:N"),
+    chart = ""
+    if not data.empty:
+        chart = report.svg(
+            alt.Chart(data.assign(barrier=data["case"].map(BARRIERS)))
+            .mark_line(point=True)
+            .encode(
+                x=alt.X("cluster:Q", scale=alt.Scale(type="log", base=2), title="CTAs per cluster"),
+                y=alt.Y("value:Q", title="cycles per barrier"),
+                color=alt.Color("barrier:N"),
+            )
+            .properties(width=480, height=260)
         )
-        .properties(width=480, height=260)
-    )
-    table = data.pivot_table(index="cluster", columns="barrier", values="value").reset_index()
-    table.columns = [str(c) if c == "cluster" else f"{c} (cycle)" for c in table.columns]
-    return report.svg(chart) + report.table(table) + _not_measured(frames, list(BARRIERS))
-
-
-def remote_hop(latency: pd.DataFrame) -> pd.DataFrame:
-    """Per cluster size: each chase's latency, the remote hop (peer minus own CTA through shared::cluster) and the
-    peer chase over the local ld.shared chase."""
-    wide = latency.pivot_table(index="cluster", columns="case", values="value")
-    out = pd.DataFrame({"cluster": wide.index.astype(int)})
-    for case, label in CHASES.items():
-        out[f"{label} (cycle)"] = wide[case].to_numpy() if case in wide else math.nan
-    peer, own, local = (wide.get(c, pd.Series(math.nan, index=wide.index)).to_numpy() for c in CHASES)
-    out["remote hop (cycle)"] = peer - own
-    out["peer / local"] = peer / local
-    return out
-
-
-def bandwidth_ratio(streams: pd.DataFrame) -> pd.DataFrame:
-    """Per cluster size and direction: DSMEM and local shared-memory bandwidth (B/cycle/SM) and their ratio."""
-    data = streams.assign(
-        direction=streams["case"].map(lambda c: STREAMS[c][0]), target=streams["case"].map(lambda c: STREAMS[c][1])
-    )
-    wide = data.pivot_table(index=["cluster", "direction"], columns="target", values="value").reset_index()
-    for target in ("peer CTA", "own CTA"):
-        if target not in wide:
-            wide[target] = math.nan
-    wide["DSMEM / local"] = wide["peer CTA"] / wide["own CTA"]
-    wide["cluster"] = wide["cluster"].astype(int)
-    return wide.rename(columns={"peer CTA": "DSMEM (B/cycle/SM)", "own CTA": "local (B/cycle/SM)"})[
-        ["cluster", "direction", "DSMEM (B/cycle/SM)", "local (B/cycle/SM)", "DSMEM / local"]
-    ]
+    return chart + figs + _not_measured(frames, list(BARRIERS))
 
 
 def _dsmem(frames: dict[str, pd.DataFrame]) -> str:
     raw = frames.get("raw")
     latency = report.points(raw, list(CHASES), "latency", ["cluster"])
     streams = report.points(raw, list(STREAMS), "bandwidth_per_sm", ["cluster"])
-    if latency.empty and streams.empty:
+    figs = report.figures_of(frames, cases=(*CHASES, *STREAMS))
+    if latency.empty and streams.empty and figs.empty:
         return report.empty("no distributed shared memory measurements")
     out = ""
     if not latency.empty:
@@ -96,7 +75,8 @@ def _dsmem(frames: dict[str, pd.DataFrame]) -> str:
             )
             .properties(width=150, height=220)
         )
-        out += report.svg(chart) + report.table(remote_hop(latency))
+        out += report.svg(chart)
+    out += "<h3>Latency: remote hop and paths</h3>" + _figures(frames, list(CHASES))
     if not streams.empty:
         data = streams.assign(access=streams["case"].map(lambda c: " ".join(STREAMS[c])))
         chart = (
@@ -109,50 +89,36 @@ def _dsmem(frames: dict[str, pd.DataFrame]) -> str:
             )
             .properties(width=420, height=240)
         )
-        out += report.svg(chart) + report.table(bandwidth_ratio(streams))
+        out += report.svg(chart)
+    out += "<h3>Bandwidth: DSMEM against local</h3>" + _figures(frames, list(STREAMS))
     return out + _not_measured(frames, [*CHASES, *STREAMS])
-
-
-def pair_summary(pairs: pd.DataFrame) -> pd.DataFrame:
-    """Per sm_a: the same-SM round trip, the nearest and farthest other SM and their round trips, and the median."""
-    rows = []
-    for sm_a, group in pairs.groupby("sm_a"):
-        others = group[group["sm_b"] != sm_a]
-        same = group.loc[group["sm_b"] == sm_a, "value"]
-        near = others.loc[others["value"].idxmin()] if len(others) else None
-        far = others.loc[others["value"].idxmax()] if len(others) else None
-        rows.append({
-            "sm_a": int(sm_a),
-            "same SM (cycle)": float(same.iloc[0]) if len(same) else math.nan,
-            "nearest sm_b": int(near["sm_b"]) if near is not None else None,
-            "nearest (cycle)": float(near["value"]) if near is not None else math.nan,
-            "farthest sm_b": int(far["sm_b"]) if far is not None else None,
-            "farthest (cycle)": float(far["value"]) if far is not None else math.nan,
-            "median other (cycle)": float(others["value"].median()) if len(others) else math.nan,
-        })  # fmt: skip
-    return pd.DataFrame(rows)
 
 
 def _pingpong(frames: dict[str, pd.DataFrame]) -> str:
     pairs = report.points(frames.get("raw"), ["sm_pingpong"], "round_trip", ["sm_a", "sm_b"])
-    if pairs.empty:
+    figs = report.figures_of(frames, cases=("sm_pingpong",))
+    if pairs.empty and figs.empty:
         return report.empty("no SM-pair ping-pong measurements") + _not_measured(frames, ["sm_pingpong"])
-    heat = (
-        alt.Chart(pairs)
-        .mark_rect()
-        .encode(
-            x=alt.X("sm_b:O", title="SM b"),
-            y=alt.Y("sm_a:O", title="SM a"),
-            color=alt.Color("value:Q", title="round trip (cycle)", scale=alt.Scale(scheme="viridis")),
-            tooltip=["sm_a:O", "sm_b:O", "value:Q"],
+    heat = ""
+    if not pairs.empty:
+        heat = report.svg(
+            alt.Chart(pairs)
+            .mark_rect()
+            .encode(
+                x=alt.X("sm_b:O", title="SM b"),
+                y=alt.Y("sm_a:O", title="SM a"),
+                color=alt.Color("value:Q", title="round trip (cycle)", scale=alt.Scale(scheme="viridis")),
+                tooltip=["sm_a:O", "sm_b:O", "value:Q"],
+            )
+            .properties(width=640, height=40 * pairs["sm_a"].nunique())
         )
-        .properties(width=640, height=40 * pairs["sm_a"].nunique())
-    )
     note = report.empty(
         "round trip: side a writes the flag (atom.exch), side b sees it (ld.acquire.gpu polling) and writes it back; "
-        "sm_a == sm_b: two warps of one CTA on that SM"
+        "sm_a == sm_b: two warps of one CTA on that SM; near and far groups only where latency_modes' least-variance "
+        "cut separates two clusters (the derivation gives the test's numbers)"
     )
-    return report.svg(heat) + note + report.table(pair_summary(pairs)) + _not_measured(frames, ["sm_pingpong"])
+    table = report.figure_table(figs, (*COLUMNS, "derivation")) if len(figs) else ""
+    return heat + note + table + _not_measured(frames, ["sm_pingpong"])
 
 
 def sm_ranges(sms: list[int]) -> str:
@@ -166,44 +132,22 @@ def sm_ranges(sms: list[int]) -> str:
     return ", ".join(out)
 
 
-def groups(raw: pd.DataFrame, params: str) -> dict[int, list[int]]:
-    """SM groups of one placement point from its group_of_sm record (sample i: SM i's group, -1 for unused)."""
-    rows = raw[(raw["case"] == "cluster_placement") & (raw["params"] == params) & (raw["metric"] == "group_of_sm")]
-    out: dict[int, list[int]] = {}
-    for sm, group in zip(rows["repeat"], rows["value"], strict=True):
-        if group >= 0:
-            out.setdefault(int(group), []).append(int(sm))
-    return out
-
-
-def group_sizes(found: dict[int, list[int]]) -> str:
-    """How many groups have how many SMs, largest first: '2 x 18 SMs, 6 x 16 SMs'."""
-    sizes = Counter(len(sms) for sms in found.values())
-    return ", ".join(f"{count} x {size} SMs" for size, count in sorted(sizes.items(), reverse=True))
-
-
 def _placement(frames: dict[str, pd.DataFrame]) -> str:
     raw = frames.get("raw")
-    parts = [report.points(raw, ["cluster_placement"], m, ["cluster"]).assign(metric=m) for m in PLACEMENT]
-    data = pd.concat(parts, ignore_index=True)
-    if data.empty:
+    figs = report.figures_of(frames, cases=("cluster_placement",), metrics=tuple(PLACEMENT))
+    if figs.empty:
         return report.empty("no cluster placement measurements") + _not_measured(frames, ["cluster_placement"])
-    table = data.pivot_table(index=["params", "cluster"], columns="metric", values="value").reset_index()
-    table["groups over all launches"] = [len(groups(raw, p)) for p in table["params"]]
-    table["group sizes"] = [group_sizes(groups(raw, p)) for p in table["params"]]
-    table = table.sort_values("cluster")
-    columns = ["cluster", *[m for m in PLACEMENT if m in table], "groups over all launches", "group sizes"]
-    out = report.table(table[columns].rename(columns={"smid_span": "max smid span", "sm_groups": "groups per launch"}))
-    largest = table.iloc[-1]
-    members = groups(raw, str(largest["params"]))
-    note = report.empty(
-        f"SMs linked by sharing a cluster (over all launches) at {int(largest['cluster'])} CTAs per cluster, one CTA "
-        "per SM: a cluster never leaves its GPC, so each group lies within one GPC (pairs: within a TPC)"
-    )
-    listing = pd.DataFrame(
-        [{"group": g, "SMs": sm_ranges(sms), "size": len(sms)} for g, sms in sorted(members.items())]
-    )
-    return out + note + (report.table(listing) if len(listing) else "") + _not_measured(frames, ["cluster_placement"])
+    out = report.figure_table(figs, COLUMNS)
+    maps = report.points(raw, ["cluster_placement"], "group_of_sm", ["cluster"])
+    if len(maps):
+        largest = maps.loc[maps["cluster"].idxmax()]
+        members = sm_groups(raw, str(largest["params"]))
+        listing = pd.DataFrame([{"group": g, "SMs": sm_ranges(sms)} for g, sms in sorted(members.items())])
+        out += report.empty(
+            f"SMs linked by sharing a cluster (over all launches) at {int(largest['cluster'])} CTAs per cluster, one "
+            "CTA per SM: a cluster never leaves its GPC, so each group lies within one GPC (pairs: within a TPC)"
+        ) + (report.table(listing) if len(listing) else "")
+    return out + _not_measured(frames, ["cluster_placement"])
 
 
 def sections(frames: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:

@@ -6,14 +6,16 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from smdissect import report
+from smdissect import archs, report
 
-# Dense bf16 tensor FLOP per cycle per SM and SM count, by GPU name: 989.4 TFLOPS (H200 SXM datasheet, dense)
-# = 132 SMs x 4096 FLOP/cycle x 1830 MHz, so the peak at the clock a launch ran at is 132 x 4096 x that clock.
-TENSOR_BF16 = {"H200": (132, 4096.0), "H100": (132, 4096.0)}
 LIBRARIES = {"cutlass": "CUTLASS", "cublas": "cuBLAS"}
 TOP_STALLS = 6  # stall reasons shown per launch, largest first
 TOP_PIPES = 8  # pipes shown per launch, busiest first
+CASES = ("gemm_bf16", "gemm_nvfp4")
+# The figures of the throughput table, in the order each shape shows them.
+METRICS = ("tflops_cutlass", "tflops_cublas", "tflops", "pct_of_peak_cutlass", "pct_of_peak_cublas",
+           "pct_of_peak_at_clock_cutlass", "pct_of_peak_at_clock_cublas", "ratio_to_cublas", "cutlass_over_cublas",
+           "max_rel_err")  # fmt: skip
 
 
 def _shape(params: object) -> str:
@@ -22,64 +24,60 @@ def _shape(params: object) -> str:
     return f"{mn}x{mn}x{k}"
 
 
-def throughput(raw: pd.DataFrame) -> pd.DataFrame:
-    """One row per (arch, case, shape, library): median TFLOPS, % of the datasheet peak, the SM clock, and, for
-    CUTLASS, the ratio of cuBLAS's time to CUTLASS's and the output's max relative error."""
-    med = raw.groupby(["gpu", "arch", "case", "params", "metric"], as_index=False).agg(
-        value=("value", "median"), clock_mhz=("clock_mhz", "median")
-    )
-    rows = []
-    for (gpu, arch, case, params), g in med.groupby(["gpu", "arch", "case", "params"]):
-        values = dict(zip(g["metric"], g["value"], strict=True))
-        clocks = dict(zip(g["metric"], g["clock_mhz"], strict=True))
-        for lib, name in LIBRARIES.items():
-            metric = f"tflops_{lib}" if case == "gemm_bf16" else ("tflops" if lib == "cutlass" else None)
-            if metric not in values:
-                continue
-            mn, k = report.param(params, "mn"), report.param(params, "k")
-            rows.append({"arch": arch, "case": case, "shape": _shape(params), "flop": 2.0 * mn * mn * k,
-                         "library": name, "TFLOPS": values[metric],
-                         "% of datasheet peak": values.get(f"pct_of_peak_{lib}"),
-                         "% of peak at its clock": _pct_at_clock(gpu, values[metric], clocks[metric]),
-                         "SM clock (MHz)": clocks[metric],
-                         "cuBLAS time / CUTLASS time": values.get("ratio_to_cublas") if lib == "cutlass" else None,
-                         "max rel err": values.get("max_rel_err") if lib == "cutlass" else None})  # fmt: skip
-    out = pd.DataFrame(rows)
-    return out.sort_values(["arch", "case", "flop", "library"]).drop(columns="flop").reset_index(drop=True)
+def throughput(figures: pd.DataFrame) -> pd.DataFrame:
+    """The GEMM figures (TFLOPS peaks, % of the datasheet peak and of the peak at the launch's clock per shape,
+    CUTLASS against cuBLAS, the output's error), case by case, shape by shape (by FLOP), metric by metric."""
+    rows = figures[figures["case"].isin(CASES) & figures["metric"].isin(METRICS)].copy()
+    if rows.empty:
+        return rows
+    flop = rows["params"].map(lambda p: 2.0 * (report.param(p, "mn") or 0) ** 2 * (report.param(p, "k") or 0))
+    rows["_flop"], rows["_metric"] = flop, rows["metric"].map(METRICS.index)
+    rows["_whole"] = rows["kind"].isin(("peak", "point")) | (rows["params"] == "")
+    return rows.sort_values(["case", "_whole", "_flop", "_metric"], ascending=[True, False, True, True],
+                            kind="stable").drop(columns=["_flop", "_metric", "_whole"])  # fmt: skip
 
 
-def _pct_at_clock(gpu: str, tflops: float, mhz: float) -> float | None:
-    """TFLOPS as a percentage of the dense bf16 peak at the SM clock the launch ran at (known GPUs only)."""
-    spec = next((v for name, v in TENSOR_BF16.items() if name in str(gpu)), None)
-    if spec is None or not mhz or pd.isna(mhz):
-        return None
-    sms, per_cycle = spec
-    return 100 * tflops * 1e12 / (sms * per_cycle * mhz * 1e6)
-
-
-def _throughput(raw: pd.DataFrame | None) -> str:
-    if raw is None or raw.empty or not raw["case"].isin(["gemm_bf16", "gemm_nvfp4"]).any():
-        return report.empty("no GEMM measurements")
-    table = throughput(raw[raw["case"].isin(["gemm_bf16", "gemm_nvfp4"])])
+def _chart(raw: pd.DataFrame) -> str:
+    """TFLOPS per shape and library, from the raw samples (median of each point)."""
+    rows = raw[raw["case"].isin(CASES) & raw["metric"].isin(("tflops_cutlass", "tflops_cublas", "tflops"))]
+    data = rows.groupby(["case", "params", "metric"], as_index=False)["value"].median()
+    data["shape"] = data["params"].map(_shape)
+    data["library"] = data["metric"].map(lambda m: LIBRARIES["cublas" if m.endswith("cublas") else "cutlass"])
     chart = (
-        alt.Chart(table)
+        alt.Chart(data)
         .mark_bar()
         .encode(
             x=alt.X("shape:N", title="M x N x K", sort=None),
             xOffset=alt.XOffset("library:N"),
-            y=alt.Y("TFLOPS:Q"),
+            y=alt.Y("value:Q", title="TFLOPS"),
             color=alt.Color("library:N"),
             column=alt.Column("case:N", title=None),
         )
         .properties(width=320, height=260)
     )
-    note = report.empty(
-        "TFLOPS = 2 M N K over the median launch time (CUDA events); datasheet peak of the H200: 989.4 TFLOPS dense "
-        "bf16 (its tensor figures assume 1830 MHz); the clock column is the SM clock read right after each launch. "
-        "cuBLAS time / CUTLASS time above 1: CUTLASS is faster. max rel err: max |D_CUTLASS - D_ref| / max |D_ref| "
-        "(ref: cuBLAS for bf16, an exact device GEMM for NVFP4)"
+    return report.svg(chart)
+
+
+def _throughput(frames: dict[str, pd.DataFrame]) -> str:
+    raw = frames.get("raw")
+    if raw is None or raw.empty or not raw["case"].isin(CASES).any():
+        return report.empty("no GEMM measurements")
+    table = throughput(report.figures_of(frames, cases=CASES))
+    gpu = str(raw["gpu"].iloc[0]) if "gpu" in raw.columns else ""
+    model = archs.gpu_model(gpu)
+    peak = (
+        f"datasheet peak of the {model.name}: {model.tensor_tflops['bf16']:g} TFLOPS dense bf16 (its tensor figures "
+        f"assume {model.tensor_mhz:g} MHz)"
+        if model and "bf16" in model.tensor_tflops and model.tensor_mhz
+        else f"no datasheet bf16 peak recorded for {gpu}"
     )
-    return report.svg(chart) + note + report.table(table)
+    note = report.empty(
+        f"TFLOPS = 2 M N K over the median launch time (CUDA events); {peak}; pct_of_peak_at_clock divides by the "
+        "peak at the SM clock each launch ran at (the power cap lowers it at the large shapes). ratio_to_cublas: "
+        "cuBLAS time / CUTLASS time per launch pair, above 1: CUTLASS is faster. max_rel_err: max |D_CUTLASS - D_ref| "
+        "/ max |D_ref| (ref: cuBLAS for bf16, an exact device GEMM for NVFP4)"
+    )
+    return _chart(raw) + note + report.figure_table(table)
 
 
 def _profiled(frame: pd.DataFrame | None) -> pd.DataFrame:
@@ -146,7 +144,7 @@ def _stalls_and_pipes(stalls: pd.DataFrame | None, pipes: pd.DataFrame | None) -
 def sections(frames: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:
     """The gemm category's TFLOPS table and chart, and the profiled launches' stall and pipe breakdown."""
     return [
-        ("GEMM throughput: CUTLASS vs cuBLAS", _throughput(frames.get("raw"))),
+        ("GEMM throughput: CUTLASS vs cuBLAS", _throughput(frames)),
         (
             "Profiled GEMM launches: stall reasons and pipes (ncu)",
             _stalls_and_pipes(frames.get("stalls"), frames.get("pipes")),

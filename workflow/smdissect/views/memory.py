@@ -1,176 +1,186 @@
-"""Report view of the memory category: latency staircase and detected levels, load flavours, shared memory,
-memory-level parallelism, bandwidth against the card's peak, and atomics."""
+"""Report view of the memory category: the latency staircase and its levels, the L2 near and far latencies, load
+flavours, shared memory, memory-level parallelism, bandwidth against the card's peak, and atomics. Every number it
+states is a row of frames['figures'] (smdissect.derived.memory and the manifest's rules), shown with its status; the
+charts draw the samples."""
 
 from __future__ import annotations
 
+import json
 import math
+import re
 
 import altair as alt
 import numpy as np
 import pandas as pd
 
-from smdissect import report
+from smdissect import latency_modes, report
+from smdissect.derived import memory as derived
 
-JUMP = 1.2  # a footprint whose latency exceeds the running plateau by 20% starts a new level
-NEAR = 0.05  # a point within 5% of its level's plateau is on it; farther, or alone, it is a transition
-PAGE_KB = 2048  # the driver's large page: how many pages a footprint spans (TLB reach)
-DATASHEET_GBS = {"H200": 4800.0, "H100": 3350.0}  # published DRAM bandwidth, by GPU name (datasheet)
-TYPES = {0: "u32", 1: "u64", 2: "f32", 3: "f64"}
-LIBRARIES = ["memcpy_d2d", "torch_copy"]  # library copies measured in the same run: the references
 FLAVOURS = ["default", "ca", "cg", "cs", "lu", "cv", "nc", "const"]
-NEAR_FAR = ["latency_near", "latency_far", "far_share", "outlier_share"]  # chase_near_far's metrics
-L2_BAND = 0.25  # chase_near_far keeps loads within this share of the median (memory.cuh kL2Band)
+OLD_NEAR_FAR = ["latency_near", "latency_far", "far_share", "outlier_share"]  # chase_near_far before load_latency
+BANDWIDTH = ["dram_read", "dram_write", "dram_copy", "l2_read", "l1_read", "smem_read", *derived.LIBRARIES]
+BIN = 2  # cycles per bar of the per-load latency histogram
+LEVEL = re.compile(r"^chase (?P<level>.+) latency \((?P<stride>.+)\)$")  # a level's latency figure
 
 
-def stride_label(stride: float) -> str:
-    """'random' for the permutation chain (stride 0), else the stride in bytes."""
-    return "random (128 B lines)" if stride == 0 else f"{int(stride)} B"
+def _figures(frames: dict[str, pd.DataFrame], cases: list[str], metrics: tuple[str, ...] = ()) -> str:
+    """The figures of `cases` as a table with their status (what the section states)."""
+    return report.figure_table(report.figures_of(frames, cases=tuple(cases), metrics=metrics))
 
 
-def levels(curve: pd.DataFrame) -> pd.DataFrame:
-    """Plateaus of one latency-vs-footprint curve: a level ends where latency first exceeds its plateau by JUMP;
-    its capacity is the last footprint before the jump."""
-    rows, start, members = [], 0, []
-    curve = curve.sort_values("footprint_kb").reset_index(drop=True)
-    for i, r in curve.iterrows():
-        plateau = float(np.median([curve.value[j] for j in members])) if members else r.value
-        if members and r.value > JUMP * plateau:
-            rows.append(_level(curve, start, members, capacity=True))
-            start, members = i, []
-        members.append(i)
-    if members:
-        rows.append(_level(curve, start, members, capacity=False))
-    return pd.DataFrame(rows)
-
-
-def _level(curve: pd.DataFrame, start: int, members: list[int], capacity: bool) -> dict[str, object]:
-    last = curve.footprint_kb[members[-1]]
-    return {
-        "from (KB)": curve.footprint_kb[start],
-        "to (KB)": last,
-        "latency (cycle)": float(np.median([curve.value[j] for j in members])),
-        "capacity (KB)": last if capacity else math.nan,
-        "points": len(members),
-    }
-
-
-def regions(curve: pd.DataFrame) -> pd.Series:
-    """Per point of one latency-vs-footprint curve (index kept): 'level k' where it sits on the k-th detected
-    level (a plateau of at least two points, within NEAR of its latency), else 'transition': a footprint
-    between two levels (straddling a cache's capacity), whose latency mixes hits and misses and so varies
-    more from run to run than a plateau's."""
-    curve = curve.sort_values("footprint_kb")
-    found = levels(curve)
-    out = pd.Series("transition", index=curve.index, dtype=object)
-    k = 0
-    for _, lv in found.iterrows():
-        if lv["points"] < 2:
+def levels(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The chase's level figures: level, stride label, latency and the footprints (KB) of the points they stand on."""
+    figs = report.figures_of(frames, cases=("chase",))
+    rows = []
+    for f in figs.itertuples(index=False):
+        found = LEVEL.match(str(f.figure))
+        if not found:
             continue
-        k += 1
-        on = curve["footprint_kb"].between(lv["from (KB)"], lv["to (KB)"])
-        near = (curve["value"] - lv["latency (cycle)"]).abs() <= NEAR * lv["latency (cycle)"]
-        out[on & near] = f"level {k}"
-    return out
+        kbs = [float(json.loads(p)["footprint_kb"]) for p in json.loads(f.points or "[]")]
+        if kbs:
+            rows.append({"level": found["level"], "stride": found["stride"], "latency": float(f.value),
+                         "from": min(kbs), "to": max(kbs), "points": json.loads(f.points),
+                         "status": f.status})  # fmt: skip
+    return pd.DataFrame(rows, columns=["level", "stride", "latency", "from", "to", "points", "status"])
 
 
-def _staircase(raw: pd.DataFrame | None) -> str:
+def _staircase(frames: dict[str, pd.DataFrame]) -> str:
+    raw = frames.get("raw")
     data = report.points(raw, ["chase"], "latency", ["footprint_kb", "stride_b"])
     if data.empty:
         return report.empty("no pointer-chase measurements")
-    data["stride"] = data["stride_b"].map(stride_label)
-    chart = (
-        alt.Chart(data)
-        .mark_line(point=True)
-        .encode(
-            x=alt.X("footprint_kb:Q", scale=alt.Scale(type="log"), title="footprint (KB)"),
-            y=alt.Y("value:Q", title="latency (cycle per load)"),
-            color=alt.Color("stride:N"),
-        )
-        .properties(width=640, height=300)
-    )
-    found = pd.concat(
-        [levels(g).assign(stride=stride_label(s)) for s, g in data.groupby("stride_b")], ignore_index=True
-    )
-    found = found[found["points"] >= 2]
-    data["region"] = pd.concat([regions(g) for _, g in data.groupby("stride_b")])
-    rows = data.assign(
-        loads=data["params"].map(loads_per_sample(raw, "chase")),
-        pages_2mb=np.ceil(data["footprint_kb"] / PAGE_KB).astype(int),
-        tlb="warmed: every slot read before the timed steps (untimed whole cycles of the chase, or, where the chain "
-        "is too long to walk, one warp's read of every slot before each window)",
-    )[["footprint_kb", "stride", "region", "value", "spread", "loads", "pages_2mb", "tlb"]]
+    data["stride"] = data["stride_b"].map(derived.stride_label)
+    found = levels(frames)
+    on = {p: lv.level for lv in found.itertuples(index=False) for p in lv.points}
+    data["region"] = data["params"].map(lambda p: on.get(p, "transition"))
+    x = alt.X("footprint_kb:Q", scale=alt.Scale(type="log"), title="footprint (KB)")
+    color = alt.Color("stride:N", title="stride")
+    lines = alt.Chart(data).mark_line(opacity=0.6).encode(x=x, y=alt.Y("value:Q", title="latency (cycle per load)"),
+                                                          color=color)  # fmt: skip
+    marks = alt.Chart(data).mark_point(filled=True).encode(x=x, y="value:Q", color=color, shape=alt.Shape(
+        "region:N", title="point"))  # fmt: skip
+    chart = lines + marks
+    if len(found):
+        span = alt.Chart(found).mark_rule(strokeWidth=3, opacity=0.5).encode(
+            x=alt.X("from:Q", scale=alt.Scale(type="log")), x2="to:Q", y="latency:Q",
+            color=alt.Color("stride:N"))  # fmt: skip
+        text = alt.Chart(_labels(found)).mark_text(dy=-9, fontSize=11, fontWeight="bold").encode(
+            x=alt.X("middle:Q", scale=alt.Scale(type="log")), y="latency:Q", text="label:N")  # fmt: skip
+        chart = chart + span + text
     note = report.empty(
-        f"levels detected from the data: a new level starts where latency exceeds the running plateau by "
-        f"{JUMP - 1:.0%}; its capacity is the last footprint before the jump (the next sweep point bounds it). "
-        f"Levels need two points; a footprint off every level by more than {NEAR:.0%} is a transition: it "
-        "straddles a cache's capacity, so its latency mixes hits and misses"
-    ) + report.empty(
-        "a chain too long to walk in whole cycles (the L2 level and beyond) is timed in windows from fixed cursors "
-        "spread evenly along it, each right after one warp read every slot in address order (in program order, so "
-        "the same lines reach the cache in the same order each time): "
-        "every sample times the same lines after the same read of the footprint. A transition row is the mean "
-        "latency of those lines where the footprint exceeds what the cache keeps of it: its share of hits is set by "
-        "which lines the cache's replacement keeps, which no kernel controls, so what spread remains in a "
-        "transition row is that share varying from run to run (physical); on a plateau the spread is timing noise"
+        f"levels (derived): at least {derived.MIN_POINTS} consecutive footprints each within {derived.NEAR:.0%} of "
+        "their median, named L1, L2, DRAM in footprint order; a level's capacity is its last footprint (the next "
+        "point, off it, bounds it); the points between two levels are transitions: they straddle a cache's "
+        "capacity, so their latency mixes hits and misses. Every slot of the chain is read before the timed steps "
+        "(caches and TLB warmed: untimed whole cycles of the chase, or one warp's in-order read of every slot before "
+        "each of 8 windows of a chain too long to walk); beyond the TLB's reach the warm-up cannot keep every page "
+        "translated, so the DRAM level includes TLB misses"
     )
-    return (
-        report.svg(chart)
-        + note
-        + report.table(found[["stride", "from (KB)", "to (KB)", "latency (cycle)", "capacity (KB)"]])
-        + report.table(
-            rows.rename(
-                columns={"value": "latency (cycle)", "spread": "spread (cycle)", "loads": "timed loads per sample"}
-            )
-        )
-    )
+    rounds = derived_loads(raw, "chase")
+    evidence = data.assign(loads=data["params"].map(rounds),
+                           pages_2mb=np.ceil(data["footprint_kb"] / derived.PAGE_KB).astype(int))  # fmt: skip
+    evidence = evidence[["footprint_kb", "stride", "region", "loads", "pages_2mb"]].rename(
+        columns={"loads": "timed loads per sample", "pages_2mb": "2 MB pages"})  # fmt: skip
+    return (report.svg(chart.properties(width=640, height=320)) + note + _figures(frames, ["chase"])
+            + "<h3>Points (the evidence of the levels; their latencies are in the chart and the every-point table)</h3>"
+            + report.table(evidence))  # fmt: skip
 
 
-def loads_per_sample(raw: pd.DataFrame, case: str) -> pd.Series:
-    """Params -> dependent steps a sample of a chase case averages: its records' iterations n, timed as n + 2n."""
+def _labels(found: pd.DataFrame) -> pd.DataFrame:
+    """One annotation per level over every stride: its name and latency figure(s), over the footprints it spans."""
+    rows = []
+    for level, g in found.groupby("level", sort=False):
+        low, high = g["latency"].min(), g["latency"].max()
+        value = report.number(low) if high - low <= 0.005 * low else f"{report.number(low)}-{report.number(high)}"
+        rows.append({"label": f"{level}: {value} cycles", "latency": high,
+                     "middle": math.sqrt(g["from"].min() * g["to"].min())})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def derived_loads(raw: pd.DataFrame | None, case: str) -> pd.Series:
+    """Params -> dependent loads a sample of a chase case averages: its records' iterations n, timed as n + 2n."""
+    if raw is None or raw.empty:
+        return pd.Series(dtype=float)
     return raw[raw["case"] == case].groupby("params")["iterations"].max() * 3
 
 
-def _near_far(raw: pd.DataFrame | None) -> str:
-    parts = [report.points(raw, ["chase_near_far"], m, ["sm_slot", "footprint_kb"]).assign(metric=m) for m in NEAR_FAR]
-    data = pd.concat(parts, ignore_index=True)
-    if data.empty:
-        return report.empty("no near/far measurements")
-    keys = ["params", "footprint_kb", "sm_slot"]
-    table = data.pivot_table(index=keys, columns="metric", values="value").reindex(columns=NEAR_FAR)
-    latencies = data[data["metric"].isin(NEAR_FAR[:2])]
-    table = table.join(latencies.groupby(keys)["spread"].max().rename("largest spread (cycle)")).reset_index()
-    table["smid"] = table["params"].map(raw[raw["case"] == "chase_near_far"].groupby("params")["smid"].first())
+def histogram(raw: pd.DataFrame) -> pd.DataFrame:
+    """Per chase_near_far point, BIN-cycle bars of its L2 hits, each on its side of the cut of two clusters."""
+    loads = raw[(raw["case"] == "chase_near_far") & (raw["metric"] == "load_latency")]
+    bars = []
+    order = sorted(
+        loads["params"].unique(), key=lambda p: (report.param(p, "footprint_kb"), report.param(p, "sm_slot"))
+    )
+    for params in order:
+        g = loads[loads["params"] == params].sort_values("repeat")
+        x = g["value"].to_numpy(float)
+        m = latency_modes.modes(x, int(g["iterations"].iloc[0]))
+        hits = x[x <= latency_modes.SLOW * m.median]
+        edges = np.arange(math.floor(hits.min() / BIN) * BIN, hits.max() + BIN, BIN)
+        counts, _ = np.histogram(hits, bins=edges)
+        side = np.where(edges[:-1] + BIN / 2 < m.cut, "near", "far") if m.clusters == 2 else "one cluster"
+        label = f"SM {int(g['smid'].iloc[0])} (slot {report.param(params, 'sm_slot')})"
+        bars.append(pd.DataFrame({"SM": label, "from": edges[:-1], "to": edges[1:], "loads": counts, "cluster": side}))
+    return pd.concat(bars, ignore_index=True) if bars else pd.DataFrame()
+
+
+def _near_far(frames: dict[str, pd.DataFrame]) -> str:
+    raw = frames.get("raw")
+    mine = raw[raw["case"] == "chase_near_far"] if raw is not None and not raw.empty else pd.DataFrame()
+    if mine.empty or not (mine["metric"] == "load_latency").any():
+        if mine.empty or not mine["metric"].isin(OLD_NEAR_FAR).any():
+            return report.empty("no near/far measurements")
+        return report.empty(
+            "no per-load latency measurements of chase_near_far in this run: its latency_near, latency_far and "
+            "far_share came from a method that dropped every load beyond 25% of the median and always split the rest "
+            "in two (two clusters and a far share near 0.5 by construction), so they are not shown"
+        )
+    lm = latency_modes
     note = report.empty(
-        "each load is timed alone (ld.global.cg: through the L2 only, so none hits the L1), the same lines from the "
-        f"same cursor in every sample; loads beyond {L2_BAND:.0%} of the median (DRAM or TLB misses) are dropped "
-        "(outlier share), the rest split where the variance within the two clusters is least: latency near and far "
-        "are the clusters' means less the timing overhead, far share the upper cluster's part of the kept loads"
+        f"method: every load timed alone (ld.global.cg, L2 only) less its launch's fixed overhead (timed mean minus "
+        f"chased mean), no load dropped; loads beyond {lm.SLOW:g}x the median are misses (slow share), all others "
+        f"split at the least-variance cut, called two clusters only where each holds >= {lm.MIN_SHARE:.0%} of them "
+        f"and their means lie >= {lm.SEPARATION:g} rms widths (separation; one mode cut in two gives 1.6-3.5) and "
+        f">= {lm.MIN_GAP:.0%} apart; line agreement: the share of lines on the same side of the cut in every launch "
+        f"(partitions need >= {lm.ADDRESS_BOUND:g}); same sides as the first slot: of the lines both SMs place, the "
+        "share they place alike (every SM times the same lines: about 1 in the first slot's partition, about 0 in "
+        "the other)"
     )
-    columns = ["footprint_kb", "sm_slot", "smid", *NEAR_FAR, "largest spread (cycle)"]
-    return note + report.table(table[columns])
+    bars = histogram(raw)
+    chart = (
+        alt.Chart(bars)
+        .mark_bar()
+        .encode(
+            x=alt.X("from:Q", bin="binned", title=f"latency of one load (cycle, {BIN}-cycle bars)"),
+            x2="to:Q",
+            y=alt.Y("loads:Q", title="loads"),
+            color=alt.Color(
+                "cluster:N",
+                scale=alt.Scale(domain=["near", "far", "one cluster"], range=["#4c78a8", "#f58518", "#9d9d9d"]),
+            ),
+            row=alt.Row("SM:N", title=None, sort=list(dict.fromkeys(bars["SM"]))),
+        )
+        .properties(width=640, height=90)
+    )
+    return note + report.svg(chart) + _figures(frames, ["chase_near_far"])
 
 
-def _flavours(raw: pd.DataFrame | None) -> str:
+def _flavours(frames: dict[str, pd.DataFrame]) -> str:
     cases = [f"load_{f}" for f in FLAVOURS]
-    data = report.points(raw, cases, "latency", ["footprint_kb"])
-    if data.empty:
+    if report.figures_of(frames, cases=tuple(cases)).empty:
         return report.empty("no load-flavour measurements")
-    data["flavour"] = data["case"].str.removeprefix("load_")
-    table = data.pivot_table(index="flavour", columns="footprint_kb", values="value").reindex(
-        [f for f in FLAVOURS if f in set(data["flavour"])]
-    )
-    table.columns = [f"{int(c)} KB (cycle)" for c in table.columns]
-    return report.table(table.reset_index())
+    return report.empty(
+        "one dependent 64-bit load per step at a 4 KB (L1-resident) and an 8 MB (L2-resident) footprint; .cg, .lu "
+        "and .cv leave the L1 out, so their 4 KB point is an L2 hit; ld.const's 1 KB point hits the constant cache, "
+        "its larger ones the next constant level"
+    ) + _figures(frames, cases)
 
 
-def conflict_slope(data: pd.DataFrame) -> float:
-    """Least-squares cycles per extra way of a bank-conflict sweep."""
-    return float(np.polyfit(data["ways"], data["value"], 1)[0]) if len(data) >= 2 else math.nan
-
-
-def _shared(raw: pd.DataFrame | None) -> str:
+def _shared(frames: dict[str, pd.DataFrame]) -> str:
+    raw = frames.get("raw")
     conflicts = report.points(raw, ["smem_bank_conflict"], "latency", ["ways"])
-    if conflicts.empty:
+    cases = ["smem_latency", "smem_broadcast", "smem_bank_conflict", "smem_capacity"]
+    if conflicts.empty and report.figures_of(frames, cases=tuple(cases)).empty:
         return report.empty("no shared-memory measurements")
     chart = (
         alt.Chart(conflicts)
@@ -178,25 +188,16 @@ def _shared(raw: pd.DataFrame | None) -> str:
         .encode(x=alt.X("ways:Q", title="conflict degree (ways)"), y=alt.Y("value:Q", title="latency (cycle)"))
         .properties(width=480, height=260)
     )
-    widths = report.points(raw, ["smem_latency", "smem_broadcast"], "latency", ["bits"])
-    capacity = report.points(raw, ["smem_capacity"], "capacity_per_block", [])
-    slope = report.empty(f"slope: {conflict_slope(conflicts):.2f} cycles per extra way (least squares)")
-    tables = report.table(widths[["case", "bits", "value", "spread"]].rename(columns={"value": "latency (cycle)"}))
-    if not capacity.empty:
-        tables += report.table(capacity[["case", "value"]].rename(columns={"value": "bytes per block"}))
-    return report.svg(chart) + slope + tables
+    note = report.empty(
+        "every latency here is a pure LDS chase (the loaded word is the next address: no address arithmetic on the "
+        "chain), the slope between 2048 and 4096 steps per lane; a chase of an index (j = s[j]), as published "
+        "shared-memory latencies are, adds one dependent address computation per load"
+    )
+    return (report.svg(chart) if len(conflicts) else "") + note + _figures(frames, cases)
 
 
-def knee(data: pd.DataFrame) -> float:
-    """The most loads in flight whose round latency stays within JUMP of the single-load latency."""
-    base = data.loc[data["loads"] == data["loads"].min(), "value"]
-    if base.empty:
-        return math.nan
-    flat = data[data["value"] <= JUMP * float(base.iloc[0])]
-    return float(flat["loads"].max()) if len(flat) else math.nan
-
-
-def _mlp(raw: pd.DataFrame | None) -> str:
+def _mlp(frames: dict[str, pd.DataFrame]) -> str:
+    raw = frames.get("raw")
     data = report.points(raw, ["mlp"], "latency", ["loads", "footprint_kb"])
     if data.empty:
         return report.empty("no memory-level-parallelism measurements")
@@ -211,100 +212,71 @@ def _mlp(raw: pd.DataFrame | None) -> str:
         )
         .properties(width=480, height=260)
     )
-    rounds = loads_per_sample(raw, "mlp")
-    knees = pd.DataFrame(
-        [
+    knees = report.figures_of(frames, cases=("mlp",), metrics=("knee",))
+    if len(knees):
+        marks = pd.DataFrame(
             {
-                "footprint": f,
-                "loads in flight before latency grows 20%": knee(g),
-                "timed rounds per sample": int(g["params"].map(rounds).min()),
-                "largest spread (cycle)": float(g["spread"].max()),
+                "loads": knees["value"].to_numpy(float),
+                "footprint": [f"{int(report.param(p, 'footprint_kb'))} KB" for p in knees["params"]],
             }
-            for f, g in data.groupby("footprint")
-        ]
-    )
-    return report.svg(chart) + report.table(knees)
-
-
-def datasheet(gpu: str) -> float:
-    """The published DRAM bandwidth of a GPU by name (GB/s), NaN where none is recorded here."""
-    return next((v for k, v in DATASHEET_GBS.items() if k in gpu), math.nan)
-
-
-def _bandwidth(raw: pd.DataFrame | None) -> str:
-    cases = ["dram_read", "dram_write", "dram_copy", "l2_read", *LIBRARIES]
-    data = report.points(raw, cases, "bandwidth", ["ctas", "loads"])
-    if data.empty:
-        return report.empty("no bandwidth measurements")
-    data["bytes in flight"] = data["ctas"] * 256 * data["loads"] * 16
-    curves = data[~data["case"].isin(LIBRARIES)].assign(loads=lambda d: d["loads"].astype(int).astype(str))
-    chart = (
-        alt.Chart(curves)
-        .mark_line(point=True)
-        .encode(
-            x=alt.X("ctas:Q", scale=alt.Scale(type="log"), title="CTAs (256 threads)"),
-            y=alt.Y("value:Q", title="GB/s (bytes read + written)"),
-            color=alt.Color("loads:N", title="16 B loads per thread"),
-            column=alt.Column("case:N", title=None),
         )
-        .properties(width=220, height=220)
-    )
-    fraction = report.points(raw, cases, "fraction_of_peak", ["ctas", "loads"])
-    best = data.loc[data.groupby("case")["value"].idxmax()].merge(
-        fraction[["case", "params", "value"]].rename(columns={"value": "of attribute peak"}), how="left"
-    )
-    gpu = str(raw["gpu"].iloc[0]) if "gpu" in raw.columns and len(raw) else ""
-    best["of datasheet"] = best["value"] / datasheet(gpu)
-    for library in LIBRARIES:
-        reference = data.loc[data["case"] == library, "value"]
-        best[f"vs {library}"] = best["value"] / float(reference.max()) if len(reference) else math.nan
+        chart = chart + alt.Chart(marks).mark_rule(strokeDash=[4, 3]).encode(x="loads:Q", color="footprint:N")
     note = report.empty(
-        "attribute peak: 2 x memory clock x bus width from the device attributes; datasheet: the published figure "
-        f"for {gpu or 'this GPU'} where known ({', '.join(f'{k} {v:g} GB/s' for k, v in DATASHEET_GBS.items())})"
+        f"knee: the most loads in flight whose round stays within {derived.KNEE - 1:.0%} of one load's round at that "
+        "and every smaller count (dashed)"
     )
-    onchip = report.points(raw, ["l1_read", "smem_read"], "bandwidth_per_sm", [])
-    columns = [
-        "case",
-        "params",
-        "value",
-        "bytes in flight",
-        "of attribute peak",
-        "of datasheet",
-        *(f"vs {library}" for library in LIBRARIES),
-    ]
-    out = report.svg(chart) + note + report.table(best[columns].rename(columns={"value": "best GB/s"}))
-    if not onchip.empty:
-        out += report.table(onchip[["case", "value", "spread"]].rename(columns={"value": "B/cycle/SM"}))
-    return out
+    return report.svg(chart) + note + _figures(frames, ["mlp"])
 
 
-def _atomics(raw: pd.DataFrame | None) -> str:
-    lat = report.points(raw, [c for c in _cases(raw, "atomic_") if c.endswith("_latency")], "latency", ["type"])
-    thr = report.points(raw, [c for c in _cases(raw, "atomic_") if c.endswith("_throughput")], "throughput",
-                  ["type", "contention"])  # fmt: skip
-    if lat.empty and thr.empty:
+def _bandwidth(frames: dict[str, pd.DataFrame]) -> str:
+    raw = frames.get("raw")
+    data = report.points(raw, ["dram_read", "dram_write", "dram_copy", "l2_read"], "bandwidth", ["ctas", "loads"])
+    if data.empty and report.figures_of(frames, cases=tuple(BANDWIDTH)).empty:
+        return report.empty("no bandwidth measurements")
+    out = ""
+    if len(data):
+        curves = data.assign(loads=lambda d: d["loads"].astype(int).astype(str))
+        chart = (
+            alt.Chart(curves)
+            .mark_line(point=True)
+            .encode(
+                x=alt.X("ctas:Q", scale=alt.Scale(type="log"), title="CTAs (256 threads)"),
+                y=alt.Y("value:Q", title="GB/s (bytes read + written)"),
+                color=alt.Color("loads:N", title="16 B loads per thread"),
+                column=alt.Column("case:N", title=None),
+            )
+            .properties(width=220, height=220)
+        )
+        out += report.svg(chart)
+    note = report.empty(
+        "best: the best point of each sweep; fraction_of_peak: of the attribute peak (2 x memory clock x bus width "
+        "from the device attributes) at that point; share of datasheet DRAM: of the GPU's published DRAM bandwidth "
+        "(DRAM cases only: an L2 or on-chip rate is no DRAM traffic); dram_copy over the library copies of the same "
+        "run (the same work: a read or a write alone is not compared); on-chip rates in B/cycle/SM against the "
+        "shared-memory banks' 128 B/cycle/SM"
+    )
+    return out + note + _figures(frames, BANDWIDTH)
+
+
+def _atomics(frames: dict[str, pd.DataFrame]) -> str:
+    figs = report.figures_of(frames)
+    cases = sorted(c for c in figs["case"].unique() if str(c).startswith("atomic_")) if len(figs) else []
+    if not cases:
         return report.empty("no atomics measurements")
-    lat["type"] = lat["type"].map(TYPES)
-    thr["type"] = thr["type"].map(TYPES)
-    thr["contention"] = thr["contention"].map({0: "none (a word per thread)", 1: "full (one word)"})
-    return report.table(
-        lat[["case", "type", "value", "spread"]].rename(columns={"value": "latency (cycle)"})
-    ) + report.table(thr[["case", "type", "contention", "value"]].rename(columns={"value": "atom/cycle/SM"}))
-
-
-def _cases(raw: pd.DataFrame | None, prefix: str) -> list[str]:
-    return [] if raw is None or raw.empty else sorted(c for c in raw["case"].unique() if c.startswith(prefix))
+    return report.empty(
+        "type 0 u32, 1 u64, 2 f32, 3 f64; contention 0: a word per thread, 1: every thread on one word; latency: the "
+        "slope of a dependent chain of atomics, throughput: atomics per cycle per SM"
+    ) + _figures(frames, cases)
 
 
 def sections(frames: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:
-    """The memory category's charts and tables, each saying so when its measurements are missing."""
-    raw = frames.get("raw")
+    """The memory category's charts and figure tables, each saying so when its measurements are missing."""
     return [
-        ("Pointer-chase staircase and detected levels", _staircase(raw)),
-        ("L2 near and far partitions (per-load latency clusters)", _near_far(raw)),
-        ("Load flavours: latency by cache operator", _flavours(raw)),
-        ("Shared memory: bank conflicts, widths, broadcast, capacity", _shared(raw)),
-        ("Memory-level parallelism", _mlp(raw)),
-        ("Bandwidth", _bandwidth(raw)),
-        ("Atomics", _atomics(raw)),
+        ("Pointer-chase staircase and detected levels", _staircase(frames)),
+        ("L2 near and far partitions (per-load latency clusters)", _near_far(frames)),
+        ("Load flavours: latency by cache operator", _flavours(frames)),
+        ("Shared memory: bank conflicts, widths, broadcast, capacity", _shared(frames)),
+        ("Memory-level parallelism", _mlp(frames)),
+        ("Bandwidth", _bandwidth(frames)),
+        ("Atomics", _atomics(frames)),
     ]

@@ -1,5 +1,6 @@
-"""Report view of the power category: the per-SM power model per precision, board power against active SMs with
-the fitted lines, TFLOPS/W at the most SMs measured, and the clocks and throttle reasons of every sample."""
+"""Report view of the power category: the per-SM power model per precision and where its intercept sits against the
+idle card (figures of the figures table, the text following their signs), board power against active SMs with the
+fitted lines, TFLOPS/W at the most SMs measured, and the clocks and throttle reasons of every sample (evidence)."""
 
 from __future__ import annotations
 
@@ -8,30 +9,94 @@ import pandas as pd
 
 from smdissect import power, report
 
+MODEL = ("p_infrastructure", "k_per_sm", "fit_r2", "fit_rms", "p_infrastructure_minus_idle", "infrastructure_share")
+EFFICIENCY = ("tflops", "tflops_per_w", "tflops_per_w_vs_fp32")
 
-def _model(pts: pd.DataFrame, fit_table: pd.DataFrame) -> str:
-    if fit_table.empty:
+
+def _ordered(figures: pd.DataFrame, metrics: tuple[str, ...]) -> pd.DataFrame:
+    """Figures of `metrics`, precision by precision (power.PRECISIONS order), metric by metric."""
+    rows = figures[figures["metric"].isin(metrics) & figures["case"].isin([power.IDLE, *power.PRECISIONS])].copy()
+    cases = [power.IDLE, *power.PRECISIONS]
+    rows["_c"], rows["_m"] = rows["case"].map(cases.index), rows["metric"].map(metrics.index)
+    return rows.sort_values(["_c", "_m"], kind="stable").drop(columns=["_c", "_m"])
+
+
+def where_intercept(figures: pd.DataFrame) -> str:
+    """What the intercepts say against the idle card, from the figures' signs: below, above, or within their
+    leave-one-out range of it (the sentence follows the numbers, never a model of what they should be)."""
+    gaps = figures[figures["metric"] == "p_infrastructure_minus_idle"]
+    idle = figures[(figures["case"] == power.IDLE) & (figures["metric"] == "power")]
+    clock = figures[(figures["case"] == power.IDLE) & (figures["metric"] == "sm_clock_nvml")]
+    if gaps.empty:
+        return ""
+    sides = {}
+    for r in gaps.itertuples(index=False):
+        half = (r.spread or 0.0) / 2
+        side = "below" if r.value + half < 0 else "above" if r.value - half > 0 else "within the leave-one-out range of"
+        sides.setdefault(side, []).append(f"{power.PRECISIONS.get(r.case, r.case)} {report.number(r.value, 3)} W")
+    idle_text = (f" ({report.number(idle['value'].iloc[0], 4)} W"
+                 + (f" at {report.number(clock['value'].iloc[0], 4)} MHz" if len(clock) else "") + ", no kernel)"
+                 if len(idle) else "")  # fmt: skip
+    parts = "; ".join(f"{side} the idle card: {', '.join(v)}" for side, v in sides.items())
+    text = f"P_infrastructure minus the idle card{idle_text}: {parts}."
+    if "below" in sides:
+        text += (
+            " An intercept below the idle card is no state the card was in: it is where the straight line, fitted "
+            "over 1..all SMs, crosses zero SMs."
+        )
+        bent = convex(figures)
+        if bent:
+            text += (
+                f" The residuals of {', '.join(bent)} are positive at both ends of the sweep and negative between: "
+                "board power grows faster than linearly with active SMs (the card warms as more SMs work: "
+                "temperature per sample, below), so the line is steeper than the first SMs' cost and its intercept "
+                "undershoots."
+            )
+    elif "above" in sides:
+        text += " The awake card with no SM busy costs more than the idle card: the fitted line starts above it."
+    return f"<p>{text}</p>"
+
+
+def convex(figures: pd.DataFrame) -> list[str]:
+    """The precisions whose fit residuals are positive at the fewest and the most SMs and negative somewhere between
+    (power convex in SMs: a line through it undershoots at zero SMs)."""
+    out = []
+    rows = figures[figures["metric"] == "fit_residual"]
+    for case, g in rows.groupby("case", sort=False):
+        g = g.assign(sms=g["params"].map(lambda p: report.param(p, "sms"))).sort_values("sms")
+        values = g["value"].tolist()
+        if len(values) >= 3 and values[0] > 0 and values[-1] > 0 and min(values[1:-1]) < 0:
+            out.append(power.PRECISIONS.get(str(case), str(case)))
+    return out
+
+
+def _model(figures: pd.DataFrame, pts: pd.DataFrame) -> str:
+    table = _ordered(figures, MODEL)
+    if table.empty:
         return report.empty("no power measurements of busy SMs")
-    table = fit_table.assign(above_idle_w=fit_table["intercept_w"] - fit_table["idle_w"]).round(4).rename(columns={
-        "intercept_w": "P_infrastructure (W)", "slope_w_per_sm": "k (W/SM)", "r2": "R²", "rms_w": "rms residual (W)",
-        "idle_w": "idle card (W)", "above_idle_w": "infrastructure - idle (W)"})  # fmt: skip
-    flagged = int(pts["throttled"].sum())
+    idle = _ordered(figures, ("power", "sm_clock_nvml"))
+    idle = idle[idle["case"] == power.IDLE]
+    flagged = int(pts["throttled"].sum()) if len(pts) else 0
     note = report.empty(
-        "P = P_infrastructure + k x active SMs, least squares over the busy samples (one persistent CTA per SM; "
-        "energy-counter average over a 1 s window of sustained work). The intercept is the card awake at its load "
-        "clocks with no SM busy, so it sits above the idle card (no kernel, idle clocks). 'unthrottled' leaves out the "
-        f"{flagged} sample(s) whose clock event reasons include a power cap, thermal or hardware slowdown"
+        "P = P_infrastructure + k x active SMs, least squares over each precision's unthrottled points (one "
+        "persistent CTA per SM; energy-counter average over a 1 s window of sustained work); every spread is the "
+        f"range over the leave-one-out fits. {flagged} sample(s) whose clock event reasons include a power cap, "
+        "thermal or hardware slowdown are left out of the fits"
     )
-    return note + report.table(table)
+    return note + where_intercept(figures) + report.figure_table(pd.concat([idle, table]))
 
 
-def _chart(pts: pd.DataFrame, fit_table: pd.DataFrame) -> str:
+def _chart(figures: pd.DataFrame, pts: pd.DataFrame) -> str:
     if pts.empty:
         return report.empty("no power measurements")
-    lines = power.best_fit(fit_table)
-    ends = pd.concat([lines.assign(sms=s) for s in (0, int(pts["sms"].max()))], ignore_index=True).assign(
-        power_w=lambda d: d["intercept_w"] + d["slope_w_per_sm"] * d["sms"]
-    )
+    fits = figures[figures["metric"].isin(("p_infrastructure", "k_per_sm"))]
+    lines = fits.pivot_table(index="case", columns="metric", values="value").dropna()
+    top = int(pts["sms"].max())
+    ends = pd.DataFrame(
+        [{"precision": power.PRECISIONS.get(c, c), "sms": s, "power_w": r["p_infrastructure"] + r["k_per_sm"] * s}
+         for c, r in lines.iterrows() for s in (0, top)],
+        columns=["precision", "sms", "power_w"],
+    )  # fmt: skip
     data = pts.assign(sample=pts["throttled"].map({True: "throttled", False: "unthrottled"}))
     dots = (
         alt.Chart(data)
@@ -44,39 +109,42 @@ def _chart(pts: pd.DataFrame, fit_table: pd.DataFrame) -> str:
         )
     )
     fitted = alt.Chart(ends).mark_line(strokeDash=[4, 3]).encode(x="sms:Q", y="power_w:Q", color="precision:N")
-    return report.svg((dots + fitted).properties(width=560, height=320))
+    residuals = _ordered(figures, ("fit_residual",))
+    return report.svg((dots + fitted).properties(width=560, height=320)) + (
+        "<h3>Residuals of the fits</h3>" + report.figure_table(residuals) if len(residuals) else ""
+    )
 
 
-def _efficiency(pts: pd.DataFrame) -> str:
-    table = power.efficiency(pts)
+def _efficiency(figures: pd.DataFrame) -> str:
+    table = _ordered(figures, EFFICIENCY)
+    table = table[(table["metric"] != "tflops") | (table["kind"] == "peak")]
     if table.empty:
         return report.empty("no TFLOPS measurements")
-    return report.table(table.rename(columns={
-        "sms": "active SMs", "tflops": "TFLOPS", "power_w": "board power (W)", "throttled": "throttled",
-        "tflops_per_w": "TFLOPS/W", "vs_fp32": "TFLOPS/W over fp32 FFMA"}))  # fmt: skip
+    return report.figure_table(table)
 
 
-def _samples(pts: pd.DataFrame, fit_table: pd.DataFrame) -> str:
+def _samples(pts: pd.DataFrame) -> str:
     if pts.empty:
         return report.empty("no power measurements")
-    table = pts.assign(
-        residual_w=power.residuals(pts, fit_table).round(2), throttle=pts["throttle"].map(lambda m: f"{m:#x}")
-    )
-    columns = {"precision": "precision", "sms": "active SMs", "power_w": "power (W)", "residual_w": "residual (W)",
-               "power_nvml_w": "NVML power readings (W, median)", "energy_j": "energy (J)", "tflops": "TFLOPS",
-               "sm_clock_mhz": "SM clock NVML (MHz)", "clock64_mhz": "SM clock clock64 (MHz)",
+    table = pts.assign(throttle=pts["throttle"].map(lambda m: f"{m:#x}"))
+    columns = {"precision": "precision", "sms": "active SMs", "power_nvml_w": "NVML power readings (W, median)",
+               "energy_j": "energy (J)", "sm_clock_mhz": "SM clock NVML (MHz)", "clock64_mhz": "SM clock clock64 (MHz)",
                "temperature_c": "temperature (C)", "throttle": "clock event mask", "reasons": "clock event reasons",
                "throttled": "bends the line"}  # fmt: skip
-    return report.table(table[list(columns)].rename(columns=columns))
+    note = report.empty(
+        "evidence, not figures: the medians of each point's NVML readings, energy, clocks and temperature, and the "
+        "clock event reasons that decide which points the fits use (board power and TFLOPS are the figures above)"
+    )
+    return note + report.table(table[list(columns)].rename(columns=columns))
 
 
 def sections(frames: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:
     """The power category's model, chart and tables, each saying so when its measurements are missing."""
     pts = power.points(frames.get("raw"))
-    fit_table = power.fits(pts)
+    figures = report.figures_of(frames)
     return [
-        ("Power model: P = P_infrastructure + k x active SMs", _model(pts, fit_table)),
-        ("Board power versus active SMs", _chart(pts, fit_table)),
-        ("Energy efficiency (TFLOPS/W) at the most SMs measured", _efficiency(pts)),
-        ("Clocks, temperature and throttle reasons per sample", _samples(pts, fit_table)),
+        ("Power model: P = P_infrastructure + k x active SMs", _model(figures, pts)),
+        ("Board power versus active SMs", _chart(figures, pts)),
+        ("Energy efficiency (TFLOPS/W) at the most SMs measured", _efficiency(figures)),
+        ("Clocks, temperature and throttle reasons per sample", _samples(pts)),
     ]

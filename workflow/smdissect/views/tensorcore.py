@@ -1,62 +1,27 @@
-"""Report view of the tensorcore category: per-format latency, issue interval, FLOP/cycle/SM and TFLOPS against the
-datasheet peak, wgmma scaling, the mma.sync-to-wgmma gap, and which formats the SASS shows native or emulated."""
+"""Report view of the tensorcore category: per-format latency, issue interval, FLOP/cycle/SM, TFLOPS and share of the
+format's dense peak (figures of the figures table, with their status), wgmma scaling, the mma.sync-to-wgmma gap, and
+which formats the SASS shows native or emulated."""
 
 from __future__ import annotations
 
+import html
 import re
 
 import altair as alt
 import pandas as pd
 
-from smdissect import report
+from smdissect import archs, report
+from smdissect.tables import point_text
 
-# Datasheet dense peaks (TFLOPS or TOPS) per input format, with the clock and SM count they assume.
-DATASHEET = {
-    "sm_90": {
-        # 989.4 TFLOPS = 132 SMs x 4096 FLOP/cycle x 1830 MHz: the datasheet's tensor figures assume 1830 MHz,
-        # not the 1980 MHz maximum SM clock, so the per-SM-per-cycle peak is 4096 (f16).
-        "source": "NVIDIA H200 SXM datasheet (dense), 132 SMs at the 1830 MHz its tensor figures assume",
-        "sms": 132,
-        "mhz": 1830.0,
-        "tflops": {
-            "f16": 989.4,
-            "bf16": 989.4,
-            "tf32": 494.7,
-            "e4m3": 1978.9,
-            "e5m2": 1978.9,
-            "s8": 1978.9,
-            "u8": 1978.9,
-            "f64": 66.9,
-        },
-    }
-}
 TENSOR_OPS = ("HMMA", "IMMA", "BMMA", "DMMA", "QMMA", "OMMA", "HGMMA")
-SMSPS = 4  # sub-partitions per SM: an mma.sync warp issues on one of them
-
-
-def _format(case: str) -> str:
-    """The input format a case's id names: 'f16' for mma_f16_f32 and wgmma_f16_ss, 'e4m3' for f8f6f4_e4m3."""
-    parts = case.split("_")
-    if case.startswith(("ldmatrix_mma", "mma_sp")):
-        return "f16"
-    return parts[1] if len(parts) > 1 else case
-
-
-def _peak_per_cycle(arch: str, case: str) -> float | None:
-    """Datasheet dense FLOP/cycle/SM of a case's format on `arch` (2:4 sparse counts dense-equivalent: x2)."""
-    sheet = DATASHEET.get(arch.rstrip("af"))
-    tflops = sheet["tflops"].get(_format(case)) if sheet else None
-    if tflops is None:
-        return None
-    per_cycle = tflops * 1e12 / (sheet["sms"] * sheet["mhz"] * 1e6)
-    return 2 * per_cycle if case.startswith("mma_sp") else per_cycle
+# The figures of the per-format table, in the order each case shows them.
+FORMAT_METRICS = ("latency", "issue_interval", "throughput", "flops", "pct_of_peak", "tflops", "smem_bytes")
+GAP_MMA = "mma_f16_f32"
 
 
 def _medians(raw: pd.DataFrame) -> pd.DataFrame:
-    """Median value and clock per (case, params, metric) with the swept parameters as columns."""
-    out = raw.groupby(["arch", "case", "params", "metric"], as_index=False).agg(
-        value=("value", "median"), clock_mhz=("clock_mhz", "median")
-    )
+    """Median value per (case, params, metric) with the swept parameters as columns (for the charts)."""
+    out = raw.groupby(["arch", "case", "params", "metric"], as_index=False).agg(value=("value", "median"))
     for key in ("ilp", "warps", "warpgroups", "n", "batch"):
         out[key] = pd.to_numeric(out["params"].map(lambda p, k=key: report.param(p, k)), errors="coerce")
     return out
@@ -80,53 +45,45 @@ def _sass_forms(sass: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).drop_duplicates(["arch", "case"]).reset_index(drop=True)
 
 
-def per_format(raw: pd.DataFrame, sass: pd.DataFrame | None) -> pd.DataFrame:
-    """One row per measured case: latency, best throughput and its issue interval, FLOP/cycle/SM, TFLOPS, % of peak."""
-    med = _medians(raw)
-    rows = []
-    for (arch, case), g in med.groupby(["arch", "case"]):
-        lat = g[(g["metric"] == "latency")]["value"]
-        thr = g[g["metric"] == "throughput"]
-        best = thr.loc[thr["value"].idxmax()] if not thr.empty else None
-        at = g[g["params"] == best["params"]] if best is not None else g.iloc[0:0]
-        flops = at.loc[at["metric"] == "flops", "value"]
-        tflops = at.loc[at["metric"] == "tflops", "value"]
-        peak = _peak_per_cycle(arch, case)
-        per_issue = 1 if case.startswith("wgmma") else SMSPS  # wgmma: one per SM; mma.sync: per sub-partition
-        rows.append({
-            "arch": arch, "case": case, "format": _format(case),
-            "latency (cycle)": float(lat.iloc[0]) if len(lat) else None,
-            "best point": best["params"] if best is not None else "",
-            "issue interval (cycle)": per_issue / best["value"] if best is not None and best["value"] > 0 else None,
-            "FLOP/cycle/SM": float(flops.iloc[0]) if len(flops) else None,
-            "TFLOPS": float(tflops.iloc[0]) if len(tflops) else None,
-            "% of peak": 100 * float(flops.iloc[0]) / peak if peak and len(flops) else None,
-        })  # fmt: skip
-    table = pd.DataFrame(rows)
-    if sass is not None and not sass.empty and not table.empty:
-        table = table.merge(_sass_forms(sass)[["arch", "case", "SASS", "form"]], on=["arch", "case"], how="left")
-    return table
+def per_format(figures: pd.DataFrame) -> pd.DataFrame:
+    """The per-format figures (latency, issue interval, throughput, FLOP/cycle/SM, % of peak, TFLOPS, shared-memory
+    bytes), case by case in run order, each case's in FORMAT_METRICS order."""
+    rows = figures[figures["metric"].isin(FORMAT_METRICS)].copy()
+    if rows.empty:
+        return rows
+    order = {c: i for i, c in enumerate(dict.fromkeys(figures["case"]))}
+    rows["_case"], rows["_metric"] = rows["case"].map(order), rows["metric"].map(FORMAT_METRICS.index)
+    return rows.sort_values(["_case", "_metric"], kind="stable").drop(columns=["_case", "_metric"])
 
 
-def gap(table: pd.DataFrame) -> str:
-    """The mma.sync vs wgmma f16 gap, with the numbers that explain it."""
-    sync = table[table["case"] == "mma_f16_f32"].dropna(subset=["FLOP/cycle/SM"])
-    wg = table[table["case"].str.startswith("wgmma_f16")].dropna(subset=["FLOP/cycle/SM"])
-    if sync.empty or wg.empty:
+def _one(figures: pd.DataFrame, case: str, metric: str) -> pd.Series | None:
+    """The figure of a case's metric (its point, peak or derived figure), or None."""
+    found = figures[(figures["case"] == case) & (figures["metric"] == metric) & (figures["kind"] != "each")]
+    return found.iloc[0] if len(found) else None
+
+
+def gap(frames: dict[str, pd.DataFrame]) -> str:
+    """The mma.sync vs wgmma f16 gap: its figure and the figures that explain it, and what they say."""
+    figures = report.figures_of(frames)
+    ratio = figures[figures["metric"] == "over_mma_sync"]
+    if ratio.empty:
         return report.empty("needs both mma_f16_f32 and a wgmma_f16 case measured on one GPU (wgmma is sm_90a only)")
-    s, w = sync.iloc[0], wg.loc[wg["FLOP/cycle/SM"].idxmax()]
-    n = report.param(w["best point"], "n")
-    latency = s["latency (cycle)"] if pd.notna(s["latency (cycle)"]) else float("nan")
-    return (
-        f"<p>Best mma.sync m16n8k16 f16: {s['FLOP/cycle/SM']:.0f} FLOP/cycle/SM (one 4096-FLOP HMMA every "
-        f"{s['issue interval (cycle)']:.1f} cycles per sub-partition, latency {latency:.1f} "
-        f"cycles). Best wgmma ({w['case']}, {w['best point']}): {w['FLOP/cycle/SM']:.0f} FLOP/cycle/SM, "
-        f"{w['FLOP/cycle/SM'] / s['FLOP/cycle/SM']:.2f}x mma.sync. One wgmma m64n{n}k16 is "
-        f"{64 * (n or 0) * 16 * 2 / 4096:.0f}x the work of one HMMA.16816 and reads B (and A) from shared memory "
-        "through descriptors, asynchronously: the four warps of a warpgroup keep the tensor cores fed with no "
-        "per-instruction register-file operand traffic, while mma.sync re-reads its A and B fragments from registers "
-        "for every 16x8x16 tile and waits on the accumulator dependency in each warp.</p>"
+    r = ratio.iloc[0]
+    wg = r["case"]
+    shown = [r] + [f for f in (_one(figures, c, m) for c in (GAP_MMA, wg) for m in ("flops", "issue_interval",
+                   "latency", "pct_of_peak")) if f is not None]  # fmt: skip
+    table = report.figure_table(pd.DataFrame(shown), ("figure", "value", "unit", "spread", "status", "reason"))
+    n = report.param(r["params"], "n")
+    shape = f"m64n{n}k16" if n else "m64nNk16"
+    text = (
+        f"<p>The best wgmma ({html.escape(wg)}, {html.escape(point_text(r['params']))}) reaches "
+        f"{report.number(r['value'], 3)}x the FLOP/cycle/SM of mma.sync m16n8k16 f16 -> f32 "
+        f"({report.badge(r['status'])}). One wgmma {shape} is N/2 times the work of one HMMA.16816 and reads B (and "
+        "A) from shared memory through descriptors, asynchronously: the four warps of a warpgroup keep the tensor "
+        "cores fed with no per-instruction register-file operand traffic, while mma.sync re-reads its A and B "
+        "fragments from registers for every 16x8x16 tile and waits on the accumulator dependency in each warp.</p>"
     )
+    return text + table
 
 
 def _static(sass: pd.DataFrame, raw: pd.DataFrame | None, status: pd.DataFrame | None) -> pd.DataFrame:
@@ -136,7 +93,8 @@ def _static(sass: pd.DataFrame, raw: pd.DataFrame | None, status: pd.DataFrame |
     reasons = {}
     if status is not None and not status.empty:
         reasons = status[status["status"] != "measured"].groupby("case")["reason"].first().to_dict()
-    forms["run"] = ["measured" if c in measured else f"not run: {reasons.get(c) or _needs(c)}" for c in forms["case"]]
+    why = {c: str(reasons.get(c) or _needs(c)).removeprefix("not run: ") for c in forms["case"]}
+    forms["run"] = ["measured" if c in measured else f"not run: {why[c]}" for c in forms["case"]]
     return forms.sort_values(["case", "arch"])
 
 
@@ -149,21 +107,21 @@ def _needs(case: str) -> str:
     return "no GPU run"
 
 
-def _chart(table: pd.DataFrame, column: str, title: str) -> str:
-    """A bar per case of one column of the per-format table."""
-    data = table.dropna(subset=[column])
+def _chart(figures: pd.DataFrame, metric: str, title: str, axis: str) -> str:
+    """A bar per figure of one metric (its point, peak or derived figure), coloured by status."""
+    data = figures[(figures["metric"] == metric)][["figure", "value", "status"]]
     if data.empty:
-        return report.empty(f"no {column} measured")
+        return report.empty(f"no {metric} figure")
     chart = (
         alt.Chart(data, title=title)
         .mark_bar()
-        .encode(x=alt.X("case:N", sort=None), y=alt.Y(f"{column}:Q", title=column), color="arch:N")
+        .encode(x=alt.X("figure:N", sort=None, title=None), y=alt.Y("value:Q", title=axis), color="status:N")
     )
     return report.svg(chart)
 
 
 def _wgmma_chart(raw: pd.DataFrame) -> str:
-    """wgmma FLOP/cycle/SM over N, one line per warpgroups and batch, per case."""
+    """wgmma FLOP/cycle/SM over N, one line per warpgroups and batch, per case (from the raw samples)."""
     med = _medians(raw)
     data = med[med["case"].str.startswith("wgmma") & (med["metric"] == "flops")].copy()
     if data.empty:
@@ -178,21 +136,33 @@ def _wgmma_chart(raw: pd.DataFrame) -> str:
     return report.svg(chart)
 
 
+def _peak_source(raw: pd.DataFrame) -> str:
+    gpus = raw.groupby("arch")["gpu"].first().to_dict() if "gpu" in raw else {}
+    sources = {a: archs.tensor_source(a, gpus.get(a)) for a in sorted(raw["arch"].dropna().unique())}
+    peak = "; ".join(f"{a}: {s or 'no published per-SM tensor rate'}" for a, s in sources.items())
+    return f"<p>Peaks (% of peak, and the bound each FLOP/cycle/SM figure is checked against): {html.escape(peak)}.</p>"
+
+
 def sections(frames: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:
-    """Per-format table and charts, wgmma scaling, the mma.sync-wgmma gap, and each case's SASS form."""
+    """Per-format figures and charts, wgmma scaling, the mma.sync-wgmma gap, and each case's SASS form."""
     raw, sass = frames.get("raw"), frames.get("sass")
+    figures = report.figures_of(frames)
     out = []
     if raw is None or raw.empty:
         out.append(("Tensor-core formats", report.empty("not measured: no GPU run")))
     else:
-        table = per_format(raw, sass)
-        peak = "; ".join(f"{a}: {d['source']}" for a, d in DATASHEET.items())
+        table = per_format(figures)
+        kept = figures[figures["kind"] != "each"]
         out += [
-            ("Tensor-core formats", report.table(table) + f"<p>Peak: {peak}.</p>"),
-            ("Latency per format", _chart(table, "latency (cycle)", "Dependent-accumulator latency")),
-            ("FLOP/cycle/SM per format", _chart(table, "FLOP/cycle/SM", "Best throughput")),
+            ("Tensor-core formats", report.figure_table(table) + _peak_source(raw)),
+            ("Latency per format", _chart(kept, "latency", "Dependent-accumulator latency", "cycle")),
+            ("FLOP/cycle/SM per format", _chart(kept, "flops", "Peak FLOP/cycle/SM", "FLOP/cycle/SM")),
+            (
+                "Share of the format's dense peak",
+                _chart(kept, "pct_of_peak", "At the point of peak FLOP/cycle/SM", "%"),
+            ),
             ("wgmma throughput over N and warpgroups", _wgmma_chart(raw)),
-            ("mma.sync vs wgmma", gap(table)),
+            ("mma.sync vs wgmma", gap(frames)),
         ]
     if sass is None or sass.empty:
         out.append(("SASS form per case", report.empty("no SASS table")))

@@ -1,0 +1,47 @@
+"""Figures a category derives from several points of its sweeps (cache levels, knees, fits, ratios), one module
+per category, registered here by name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from . import (  # async_: a keyword
+    async_,
+    attention,
+    cluster,
+    gemm,
+    interconnect,
+    launch,
+    memory,
+    pipelines,
+    power,
+    scheduler,
+    tensorcore,
+)
+
+if TYPE_CHECKING:
+    from ..figures import Figure
+
+Deriver = Callable[[dict[str, pd.DataFrame], list["Figure"]], list["Figure"]]
+DERIVERS: dict[str, Deriver] = {
+    "async": async_.figures,
+    "attention": attention.figures,
+    "cluster": cluster.figures,
+    "gemm": gemm.figures,
+    "interconnect": interconnect.figures,
+    "launch": launch.figures,
+    "memory": memory.figures,
+    "pipelines": pipelines.figures,
+    "power": power.figures,
+    "scheduler": scheduler.figures,
+    "tensorcore": tensorcore.figures,
+}
+
+
+def figures(category: str, frames: dict[str, pd.DataFrame], generic: list[Figure]) -> list[Figure]:
+    """The derived figures of a category from its tables and its generic figures (none without a deriver)."""
+    derive = DERIVERS.get(category)
+    return derive(frames, generic) if derive else []

@@ -1,0 +1,510 @@
+"""Derived figures of the memory category: the pointer-chase staircase's levels (each level's latency, the capacity
+where it ends), the L2 latency modes of chase_near_far (latency_modes), shared-memory latency by width, broadcast and
+the bank-conflict penalty, the memory-level-parallelism knee, and the bandwidth peaks against the datasheet and the
+library copies.
+
+A figure's `metric` names what it is. The one figure that stands for a case's `paper` figure carries the case's first
+metric (the checks and the paper table look figures up by it): `latency` is the L1 hit latency of the random chase
+(chase), the 32-bit LDS latency (smem_latency); every other level, width or statistic has a metric of its own."""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import archs, catalog, latency_modes
+from ..checks import Check, limit, on_plateau, plateau_check
+from ..figures import Figure, points
+from ..tables import point_text
+from .samples import from_values, keep, make, point_of, run_of, samples
+
+ROOT = Path(__file__).resolve().parents[3]  # the checkout (its kernels/ holds the manifest)
+NEAR = 0.05  # a level: at least MIN_POINTS consecutive footprints, each within 5% of their median
+MIN_POINTS = 3  # two points 10% apart on a rising curve are no plateau
+LEVELS = ("L1", "L2", "DRAM")  # the levels of a chase curve, in footprint order
+LINE = 128  # bytes: a random chain's slot, and the cache line a chase step touches
+PAGE_KB = 2048  # the driver's large page: how many pages a footprint spans (TLB reach)
+KNEE = 1.2  # memory-level parallelism: the most loads in flight whose round stays within 20% of one load's
+WIDTHS = {32: "32-bit LDS", 64: "64-bit LDS.64", 128: "128-bit LDS.128"}
+DRAM_CASES = ("dram_read", "dram_write", "dram_copy", "memcpy_d2d", "torch_copy")
+PARTITION = 0.9  # two SMs timing the same lines: one partition places >= 90% of them alike, two <= 10%
+LIBRARIES = ("memcpy_d2d", "torch_copy")  # library copies of the same run: the references of dram_copy
+
+
+@functools.cache
+def cases() -> dict[str, catalog.Case]:
+    """The memory manifest's cases by id (none where it cannot be read: a method is a note, no figure needs it)."""
+    try:
+        return {c.id: c for c in catalog.load(ROOT / "kernels", "memory")}
+    except Exception:  # any manifest problem: the figures come without their method
+        return {}
+
+
+def methods() -> dict[str, str]:
+    """Each memory case's `method:` from the manifest."""
+    return {k: c.method for k, c in cases().items()}
+
+
+def stride_label(stride: float) -> str:
+    """'random' for the permutation chain over 128 B lines (stride 0), else the stride in bytes."""
+    return "random" if stride == 0 else f"stride {int(stride)} B"
+
+
+def line_kb(footprint_kb: float, stride: float) -> float:
+    """KB of distinct 128 B lines a chain of that footprint and stride touches (one per slot beyond 128 B)."""
+    return footprint_kb if stride <= LINE else footprint_kb * LINE / stride
+
+
+def param(params: str, key: str) -> float:
+    """One axis of a canonical-JSON point (NaN where it lacks it)."""
+    return float(json.loads(params or "{}").get(key, math.nan))
+
+
+# --- the staircase -------------------------------------------------------------------------------------------------
+
+
+def runs(values: list[float]) -> list[tuple[int, int]]:
+    """The levels of a latency curve in footprint order, as (first, last) index pairs: maximal runs of at least
+    MIN_POINTS consecutive points each within NEAR of the run's median, found left to right. The points between two
+    levels are transitions (their latency mixes the two levels' hits)."""
+    out, i = [], 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and _flat(values[i : j + 2]):
+            j += 1
+        if j - i + 1 >= MIN_POINTS:
+            out.append((i, j))
+            i = j + 1
+        else:
+            i += 1
+    return out
+
+
+def _flat(values: list[float]) -> bool:
+    middle = float(np.median(values))
+    return all(abs(v - middle) <= NEAR * middle for v in values)
+
+
+@dataclass(frozen=True)
+class Level:
+    """One detected level of one stride's curve."""
+
+    name: str  # L1, L2, DRAM, level 4...
+    stride: float
+    footprints: tuple[float, ...]  # its points' footprints (KB)
+    params: tuple[str, ...]  # its points
+    after: tuple[float, ...]  # the footprints after it up to the next level (its transition), or to the sweep's end
+    next_level: float  # first footprint of the next level (NaN: none)
+
+
+def curve(raw: pd.DataFrame, stride: float) -> pd.DataFrame:
+    """One stride's chase curve: params, footprint_kb and the median latency per point, in footprint order."""
+    mine = raw[(raw["case"] == "chase") & (raw["metric"] == "latency")]
+    medians = mine.groupby("params", sort=False)["value"].median()
+    out = pd.DataFrame({"params": medians.index, "value": medians.to_numpy(float)})
+    out["footprint_kb"] = out["params"].map(lambda p: param(p, "footprint_kb"))
+    out["stride_b"] = out["params"].map(lambda p: param(p, "stride_b"))
+    return out[out["stride_b"] == stride].sort_values("footprint_kb", ignore_index=True)
+
+
+def levels(points: pd.DataFrame, stride: float) -> list[Level]:
+    """The levels of one stride's curve (`curve`), named in footprint order (LEVELS)."""
+    found = runs(points["value"].tolist())
+    fp, params = points["footprint_kb"].tolist(), points["params"].tolist()
+    out = []
+    for k, (i, j) in enumerate(found):
+        end = found[k + 1][0] if k + 1 < len(found) else len(fp)
+        name = LEVELS[k] if k < len(LEVELS) else f"level {k + 1}"
+        out.append(Level(name, stride, tuple(fp[i : j + 1]), tuple(params[i : j + 1]), tuple(fp[j + 1 : end]),
+                         fp[end] if end < len(fp) else math.nan))  # fmt: skip
+    return out
+
+
+def strides(raw: pd.DataFrame) -> list[float]:
+    """The chase's strides, in sweep order."""
+    mine = raw[(raw["case"] == "chase") & (raw["metric"] == "latency")]
+    return list(dict.fromkeys(mine["params"].map(lambda p: param(p, "stride_b"))))
+
+
+def _kb(value: float) -> str:
+    return f"{value:g} KB"
+
+
+def staircase(raw: pd.DataFrame) -> list[Figure]:
+    """Per stride: each level's latency (the median of its points' medians, its spread the range of all their
+    samples) and, where the sweep goes on past it, the capacity it shows (its last footprint); beyond the last level a
+    curve still moving gives the latency at its largest footprint, marked as no level."""
+    out: list[Figure | None] = []
+    method = methods().get("chase", "")
+    for stride in strides(raw):
+        pts = curve(raw, stride)
+        label = stride_label(stride)
+        found = levels(pts, stride)
+        for lv in found:
+            parts = [samples(raw, "chase", "latency", p) for p in lv.params]
+            values = np.concatenate(parts)
+            medians = [float(np.median(p)) for p in parts]
+            metric = "latency" if lv.name == "L1" and stride == 0 else f"{lv.name.lower().replace(' ', '')}_latency"
+            pages = math.ceil(lv.footprints[-1] / PAGE_KB)
+            out.append(Figure(
+                case="chase", metric=metric, unit="cycle", kind="derived", name=f"chase {lv.name} latency ({label})",
+                value=float(np.median(medians)), spread=float(values.max() - values.min()), samples=len(values),
+                derivation=f"level {lv.name} of the {label} chase: the median of the medians of its "
+                f"{len(lv.params)} points, footprints {_kb(lv.footprints[0])} to {_kb(lv.footprints[-1])}, each "
+                f"within {NEAR:.0%} of it ({min(medians):.4g} .. {max(medians):.4g}; up to {pages} 2 MB "
+                f"page{'s' * (pages != 1)}, every slot read before the timed steps); spread: the range of all their "
+                "samples", params="", points=lv.params, method=method))  # fmt: skip
+            if lv.after or not math.isnan(lv.next_level):
+                following = lv.after[0] if lv.after else lv.next_level
+                what = f"transition {_kb(lv.after[0])} to {_kb(lv.after[-1])}" if lv.after else "no transition point"
+                nxt = f", then level at {_kb(lv.next_level)}" if not math.isnan(lv.next_level) else ""
+                out.append(Figure(
+                    case="chase", metric=f"{lv.name.lower().replace(' ', '')}_capacity", unit="KB", kind="derived",
+                    name=f"chase {lv.name} capacity detected ({label})", value=lv.footprints[-1], spread=math.nan,
+                    samples=int(sum(len(p) for p in parts)),
+                    derivation=f"the last footprint of the {lv.name} level of the {label} chase "
+                    f"({line_kb(lv.footprints[-1], stride):g} KB of distinct 128 B lines); the next point, "
+                    f"{_kb(following)}, is off it: the capacity lies between the two ({what}{nxt})",
+                    params="", points=lv.params, method=method))  # fmt: skip
+        tail = _tail(raw, pts, found, label, method)
+        if tail is not None:
+            out.append(tail)
+    return keep(out)
+
+
+def _tail(raw: pd.DataFrame, pts: pd.DataFrame, found: list[Level], label: str, method: str) -> Figure | None:
+    """The latency at the largest footprint where it is on no level (the curve still moves at the sweep's end): a
+    figure its own plateau check marks not saturated."""
+    if pts.empty or (found and found[-1].params[-1] == pts["params"].iloc[-1]):
+        return None
+    last, before = pts.iloc[-1], pts.iloc[-2] if len(pts) > 1 else None
+    rise = (f"{last['value'] / before['value'] - 1:+.1%} from {_kb(before['footprint_kb'])} to "
+            f"{_kb(last['footprint_kb'])}" if before is not None else "one point")  # fmt: skip
+    pages = math.ceil(last["footprint_kb"] / PAGE_KB)
+    fig = from_values("chase", "tail_latency", "cycle", f"chase latency at the largest footprint ({label})",
+                      samples(raw, "chase", "latency", last["params"]),
+                      f"no level at the sweep's end: {_kb(last['footprint_kb'])} ({pages} 2 MB pages, every slot "
+                      f"read before the timed steps) is on no plateau ({rise}): a mix of the last level's hits and "
+                      "misses (and TLB misses), not one level's latency", [last["params"]], method)  # fmt: skip
+    return _with([Check("plateau", "disagree", f"not saturated: on no level at the end of the sweep ({rise})")], fig)
+
+
+def regions(raw: pd.DataFrame) -> dict[str, str]:
+    """Chase point -> the level it is on ('L2') or 'transition' (from the derived levels)."""
+    out = {}
+    for stride in strides(raw):
+        pts = curve(raw, stride)
+        out |= dict.fromkeys(pts["params"], "transition")
+        for lv in levels(pts, stride):
+            out |= dict.fromkeys(lv.params, lv.name)
+    return out
+
+
+# --- L2 near and far ------------------------------------------------------------------------------------------------
+
+
+def _launch_ranges(grid: np.ndarray, m: latency_modes.Modes) -> dict[str, float]:
+    """Per launch (rows of `grid`) at the pooled cut: the range over launches of the near and far means and of the far
+    and slow shares (NaN where a launch has none of a side)."""
+    slow = grid > latency_modes.SLOW * m.median
+    hit = ~slow
+    far = hit & (grid >= m.cut) if m.clusters == 2 else np.zeros_like(hit)
+    near = hit & ~far
+    out = {}
+    for key, side in (("near", near), ("far", far)):
+        counts = side.sum(axis=1)
+        means = np.where(side, grid, 0.0).sum(axis=1) / np.where(counts, counts, 1)
+        out[key] = float(means.max() - means.min()) if counts.all() else math.nan
+    hits = hit.sum(axis=1)
+    out["far_share"] = float(np.ptp(far.sum(axis=1) / np.where(hits, hits, 1)))
+    out["slow_share"] = float(np.ptp(slow.mean(axis=1)))
+    return out
+
+
+@dataclass(frozen=True)
+class SlotFigures:
+    """What every figure of one chase_near_far point shares: its point, modes, launch ranges and derivation stem."""
+
+    params: str
+    where: str
+    modes: latency_modes.Modes
+    ranges: dict[str, float]
+    stem: str
+    method: str
+
+    def figure(self, metric: str, unit: str, name: str, value: float, how: str, spread_of: str = "") -> Figure | None:
+        """One figure of this point (None where the value is not defined, e.g. far with one cluster)."""
+        if not math.isfinite(value):
+            return None
+        return Figure(case="chase_near_far", metric=metric, unit=unit, kind="derived", name=f"{name} ({self.where})",
+                      value=float(value), spread=self.ranges.get(spread_of, math.nan), samples=self.modes.loads,
+                      derivation=f"{self.stem}; {how}", params=self.params, points=(self.params,),
+                      method=self.method)  # fmt: skip
+
+
+def _slot(raw: pd.DataFrame, loads: pd.DataFrame, params: str) -> tuple[SlotFigures, np.ndarray]:
+    """The modes of one point's loads (every launch, in run order) and each line's side of the cut."""
+    g = loads[loads["params"] == params].sort_values("repeat")
+    x, per_launch = g["value"].to_numpy(float), int(g["iterations"].iloc[0])
+    m = latency_modes.modes(x, per_launch)
+    whole = per_launch > 0 and len(x) % per_launch == 0
+    launches = len(x) // per_launch if whole else 0
+    ranges = _launch_ranges(x.reshape(-1, per_launch), m) if launches >= 2 else {}
+    stem = (f"{m.loads} loads ({launches} launches of {per_launch}) timed from SM {int(g['smid'].iloc[0])}; "
+            f"latency_modes.modes: {latency_modes.reading(m)}")  # fmt: skip
+    where = f"SM slot {int(param(params, 'sm_slot'))}"
+    placed = latency_modes.sides(x, per_launch, m) if whole else np.array([])
+    return SlotFigures(params, where, m, ranges, stem, methods().get("chase_near_far", "")), placed
+
+
+def _tied(m: latency_modes.Modes) -> list[Check]:
+    """Whether two clusters are two latencies of the lines' addresses (each line on one side in every launch)."""
+    if m.clusters != 2:
+        return []
+    if math.isnan(m.agreement):
+        return [Check("line agreement", "n/a", "one launch: the clusters are not checked against the lines")]
+    verdict = "agree" if m.agreement >= latency_modes.ADDRESS_BOUND else "disagree"
+    return [Check("line agreement", verdict, f"{m.agreement:.0%} of the lines on one side of the cut in every launch "
+                  f"(partitions need >= {latency_modes.ADDRESS_BOUND:.0%}): {latency_modes.reading(m)}")]  # fmt: skip
+
+
+def near_far(raw: pd.DataFrame) -> list[Figure]:
+    """Per SM slot of chase_near_far: what latency_modes finds in all its loads (clusters, near and far latency, far
+    and slow share, separation, line agreement), its timing overhead, and for every slot after the first, the share
+    of lines it places on the same side of the cut as the first slot."""
+    loads = raw[(raw["case"] == "chase_near_far") & (raw["metric"] == "load_latency")]
+    if loads.empty:
+        return []
+    out: list[Figure | None] = []
+    order = sorted(loads["params"].unique(), key=lambda p: (param(p, "footprint_kb"), param(p, "sm_slot")))
+    first: tuple[str, np.ndarray] | None = None
+    for params in order:
+        s, placed = _slot(raw, loads, params)
+        m = s.modes
+        hits = f"the L2 hits (loads within {latency_modes.SLOW:g}x the median {m.median:.4g})"
+        out += [
+            s.figure("clusters", "count", "L2 latency clusters", m.clusters,
+                     f"two where the least-variance split of {hits} leaves each side >= "
+                     f"{latency_modes.MIN_SHARE:.0%} of them, >= {latency_modes.SEPARATION:g} rms widths and >= "
+                     f"{latency_modes.MIN_GAP:.0%} apart"),
+            s.figure("near_latency", "cycle", "L2 near latency", m.near,
+                     "mean of the lower cluster" if m.clusters == 2 else f"one cluster: the mean of all {hits}",
+                     "near"),
+            s.figure("far_latency", "cycle", "L2 far latency", m.far if m.clusters == 2 else math.nan,
+                     "mean of the upper cluster", "far"),
+            s.figure("far_share", "fraction", "L2 far share", m.far_share,
+                     f"the upper cluster's share of {hits} (0 with one cluster)", "far_share"),
+            s.figure("slow_share", "fraction", "L2 slow share", m.slow_share,
+                     f"share of all loads beyond {latency_modes.SLOW:g}x the median (L2 misses: DRAM, TLB)",
+                     "slow_share"),
+            s.figure("separation", "rms widths", "L2 cluster separation", m.separation,
+                     f"gap between the two sides of the least-variance cut at {m.cut:.4g} cycles over their rms "
+                     "width (one mode cut in two gives 1.6-3.5)"),
+            s.figure("line_agreement", "fraction", "L2 line agreement", m.agreement if m.clusters == 2 else math.nan,
+                     "share of lines on the same side of the cut in every launch (a latency set by the line's "
+                     f"address, its partition, needs >= {latency_modes.ADDRESS_BOUND:g})"),
+        ]  # fmt: skip
+        tied = _tied(m)
+        for f in out[-7:-3]:  # clusters, near, far, far share: two clusters stand only where the lines set them
+            _with(tied, f)
+        if first is None:
+            first = (params, placed)
+        elif len(placed) == len(first[1]) and param(params, "footprint_kb") == param(first[0], "footprint_kb"):
+            ref, same = int(param(first[0], "sm_slot")), latency_modes.same_sides(first[1], placed)
+            verdict = "agree" if same >= PARTITION or same <= 1 - PARTITION else "disagree"
+            sides = [Check("partitions", verdict, f"{same:.0%} of the lines placed alike: one partition needs >= "
+                           f"{PARTITION:.0%}, two <= {1 - PARTITION:.0%}")] if math.isfinite(same) else []  # fmt: skip
+            out.append(_with(sides, s.figure("same_sides", "fraction", f"L2 same sides as slot {ref}", same,
+                                             "of the lines both slots place (every slot times the same lines), the "
+                                             f"share placed on the same side of the cut as slot {ref}: about 1 in "
+                                             f"slot {ref}'s partition, about 0 in the other")))  # fmt: skip
+        out.append(from_values("chase_near_far", "timing_overhead", "cycle", f"timing overhead ({s.where})",
+                               samples(raw, "chase_near_far", "timing_overhead", params),
+                               "the fixed cost subtracted from every timed load: per launch, the timed loads' mean "
+                               "less its chased loads' mean (median and range over launches)", [params],
+                               s.method))  # fmt: skip
+    return keep(out)
+
+
+# --- shared memory ---------------------------------------------------------------------------------------------------
+
+
+def shared(raw: pd.DataFrame) -> list[Figure]:
+    """Shared-memory latency and broadcast latency by load width, the bank-conflict penalty per extra way (least
+    squares over the ways sweep, its spread the range of the fits of each repeat) and the 32-way latency."""
+    out: list[Figure | None] = []
+    kinds = (("smem_latency", "lane l on element l, no conflict"), ("smem_broadcast", "all 32 lanes on one element"))
+    for case, what in kinds:
+        kind = "latency" if case == "smem_latency" else "broadcast latency"
+        for bits, width in WIDTHS.items():
+            params = json.dumps({"bits": bits}, separators=(",", ":"))
+            metric = "latency" if bits == 32 else f"latency_{bits}bit"
+            out.append(from_values(case, metric, "cycle", f"shared-memory {kind}, {width} chase ({what})",
+                                   samples(raw, case, "latency", params),
+                                   f"one warp chases its own word (the loaded word is the next address: no address "
+                                   f"arithmetic on the chain), the slope between 2048 and 4096 steps per lane; median "
+                                   f"of the samples at bits={bits}", [params], methods().get(case, "")))  # fmt: skip
+    out += conflicts(raw)
+    return keep(out)
+
+
+def conflicts(raw: pd.DataFrame) -> list[Figure | None]:
+    """The bank-conflict penalty (cycles per extra way) and the latency at the most ways of smem_bank_conflict."""
+    rows = raw[(raw["case"] == "smem_bank_conflict") & (raw["metric"] == "latency")]
+    if rows.empty:
+        return []
+    rows = rows.assign(ways=rows["params"].map(lambda p: param(p, "ways")))
+    med = rows.groupby("ways")["value"].median()
+    if len(med) < 2:
+        return []
+    method = methods().get("smem_bank_conflict", "")
+    slope, icept = np.polyfit(med.index.to_numpy(float), med.to_numpy(float), 1)
+    worst = float(np.abs(med.to_numpy() - (slope * med.index.to_numpy() + icept)).max())
+    fits = [np.polyfit(g["ways"], g["value"], 1)[0] for _, g in rows.groupby("repeat") if g["ways"].nunique() >= 2]
+    params = list(dict.fromkeys(rows.sort_values("ways")["params"]))
+    penalty = Figure(case="smem_bank_conflict", metric="conflict_penalty", unit="cycle/way", kind="derived",
+                     name="shared-memory bank-conflict penalty (cycles per extra way)", value=float(slope),
+                     spread=float(np.ptp(fits)) if fits else math.nan, samples=len(rows),
+                     derivation=f"least-squares slope of the median latency over {len(med)} conflict degrees "
+                     f"({med.index.min():g} to {med.index.max():g} ways; intercept {icept:.4g} cycles, largest "
+                     f"residual {worst:.2g} cycle); spread: the range of the slopes fitted to each repeat alone",
+                     params="", points=tuple(params), method=method)  # fmt: skip
+    most = rows.loc[rows["ways"] == rows["ways"].max(), "params"].iloc[0]
+    top = from_values("smem_bank_conflict", "latency_max_ways", "cycle",
+                      f"shared-memory latency, {int(rows['ways'].max())}-way bank conflict (32-bit LDS chase)",
+                      samples(raw, "smem_bank_conflict", "latency", most),
+                      f"median of the samples at {int(rows['ways'].max())} ways: lanes share banks in distinct rows",
+                      [most], method)  # fmt: skip
+    return [penalty, top]
+
+
+# --- memory-level parallelism ---------------------------------------------------------------------------------------
+
+
+def mlp(raw: pd.DataFrame) -> list[Figure]:
+    """Per footprint: one load's round latency and the knee, the most independent loads in flight (in one thread)
+    whose round latency stays within KNEE of it at that and every smaller count."""
+    rows = raw[(raw["case"] == "mlp") & (raw["metric"] == "latency")]
+    if rows.empty:
+        return []
+    method = methods().get("mlp", "")
+    out: list[Figure | None] = []
+    med = rows.groupby("params", sort=False)["value"].median()
+    table = pd.DataFrame({"params": med.index, "value": med.to_numpy(float)})
+    table["footprint_kb"] = table["params"].map(lambda p: param(p, "footprint_kb"))
+    table["loads"] = table["params"].map(lambda p: param(p, "loads"))
+    for kb, g in table.groupby("footprint_kb", sort=True):
+        g = g.sort_values("loads", ignore_index=True)
+        base = g.iloc[0]
+        out.append(from_values("mlp", "single_load_latency", "cycle",
+                               f"MLP round latency at {base['loads']:g} load ({_kb(kb)} footprint)",
+                               samples(raw, "mlp", "latency", base["params"]),
+                               f"median round of {base['loads']:g} dependent chain in one thread", [base["params"]],
+                               method))  # fmt: skip
+        within = (g["value"] <= KNEE * base["value"]).to_numpy()
+        n = int(np.argmin(within)) if not within.all() else len(g)  # points before the first one beyond KNEE
+        knee, beyond = g.iloc[n - 1], g.iloc[n] if n < len(g) else None
+        after = (f"; at {beyond['loads']:g} it is {beyond['value'] / base['value'] - 1:+.1%}" if beyond is not None
+                 else f"; every count of the sweep stays within: the knee lies beyond {knee['loads']:g}")  # fmt: skip
+        out.append(Figure(case="mlp", metric="knee", unit="loads", kind="derived",
+                          name=f"MLP knee ({_kb(kb)} footprint)", value=float(knee["loads"]), spread=math.nan,
+                          samples=int(rows["params"].isin(g["params"].iloc[: n + 1]).sum()),
+                          derivation=f"the most loads in flight whose round latency stays within {KNEE - 1:.0%} of "
+                          f"one load's ({base['value']:.4g} cycles) at that and every smaller count: at "
+                          f"{knee['loads']:g} loads {knee['value'] / base['value'] - 1:+.1%}{after}",
+                          params=knee["params"], points=tuple(g["params"].iloc[: n + 1]), method=method))  # fmt: skip
+    return keep(out)
+
+
+# --- bandwidth -------------------------------------------------------------------------------------------------------
+
+
+def plateau(raw: pd.DataFrame, generic: list[Figure], case: str, arch: str, gpu: str
+            ) -> tuple[str, tuple[str, ...], list[Check]] | None:  # fmt: skip
+    """The point of a case's best bandwidth, the points of the plateau it stands on (checks.on_plateau: within PLATEAU
+    of it), whose counters check a figure derived from it as they check the peak, and the peak's own plateau check
+    where it fails (a figure derived from a peak that has not levelled has not either: it then stands on the peak's
+    point alone); None where the case has no best bandwidth."""
+    found = [f for f in generic if f.case == case and f.metric == "bandwidth" and f.kind in ("point", "peak")]
+    if not found:
+        return None
+    peak, pts = found[0], points(raw).get((case, "bandwidth"), [])
+    manifest = cases().get(case)
+    against = []
+    if manifest is not None:
+        against = [
+            Check("plateau of the peak", c.verdict, c.detail)
+            for c in plateau_check(peak, manifest, pts, limit(peak, manifest, arch, gpu))
+            if c.verdict == "disagree"
+        ]
+    level = (peak.params,) if against else tuple(on_plateau(peak, pts))
+    return peak.params, level, against
+
+
+def bandwidth(raw: pd.DataFrame, generic: list[Figure], arch: str, gpu: str) -> list[Figure]:
+    """Each DRAM case's best bandwidth as a share of the GPU's datasheet DRAM bandwidth (L2 and on-chip rates are not
+    DRAM traffic: no datasheet share), and dram_copy's best over each library copy of the same run."""
+    sheet = archs.dram_peak_gbs(gpu)
+    out: list[Figure | None] = []
+    for case in DRAM_CASES:
+        best = plateau(raw, generic, case, arch, gpu)
+        if best is None or not sheet:
+            continue
+        at, level, against = best
+        how = (f"the best bandwidth point's GB/s (bytes read + written){_at(at)} / {sheet:g} GB/s, the {gpu} "
+               f"datasheet's DRAM bandwidth; {_checked(level, against)}")  # fmt: skip
+        share = make(case, "of_datasheet", "fraction", f"{case} best bandwidth, share of datasheet DRAM",
+                     lambda v: v / sheet, [samples(raw, case, "bandwidth", at)], how, level, methods().get(case, ""),
+                     at)  # fmt: skip
+        out.append(_with(against, share))
+    ours = plateau(raw, generic, "dram_copy", arch, gpu)
+    for library in LIBRARIES:
+        theirs = point_of(generic, library, "bandwidth")
+        if ours is None or theirs is None:
+            continue
+        at, level, against = ours
+        how = (
+            f"dram_copy's best GB/s{_at(at)} over {library}'s (both count every byte read plus every byte written "
+            "of a device-to-device copy; a read or a write alone is other work and is not compared); "
+            f"{_checked(level, against)}"
+        )
+        ratio = make("dram_copy", f"over_{library}", "ratio", f"dram_copy best bandwidth over {library}",
+                     lambda a, b: a / b, [samples(raw, "dram_copy", "bandwidth", at),
+                                          samples(raw, library, "bandwidth", theirs)], how, level,
+                     methods().get("dram_copy", ""), at)  # fmt: skip
+        out.append(_with(against, ratio))
+    return keep(out)
+
+
+def _checked(level: tuple[str, ...], against: list[Check]) -> str:
+    """How a figure derived from a peak is checked: on the peak's plateau, or at its point alone (not levelled)."""
+    if against:
+        return "its peak has not levelled (see the peak's plateau check): it stands on the peak's point alone"
+    return f"checked as the peak is, on its plateau ({len(level)} point{'s' * (len(level) != 1)})"
+
+
+def _with(checks: list[Check], figure: Figure | None) -> Figure | None:
+    """`figure` carrying checks its deriver made (the generic checks are added to them)."""
+    if figure is not None:
+        figure.checks = [*checks, *figure.checks]
+    return figure
+
+
+def _at(params: str) -> str:
+    text = point_text(params)
+    return f" at {text}" if text else ""
+
+
+def figures(frames: dict[str, pd.DataFrame], generic: list[Figure]) -> list[Figure]:
+    """Every derived figure of the memory category's run."""
+    raw = frames.get("raw")
+    if raw is None or raw.empty:
+        return []
+    arch, gpu = run_of(raw)
+    return staircase(raw) + near_far(raw) + shared(raw) + mlp(raw) + bandwidth(raw, generic, arch, gpu)

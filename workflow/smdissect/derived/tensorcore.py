@@ -1,0 +1,145 @@
+"""Derived figures of the tensorcore category: per case its issue interval and its share of the format's dense peak
+at the point of peak FLOP/cycle/SM, wgmma's throughput and TFLOPS there, ldmatrix's shared-memory bytes per cycle,
+and the gap between the best wgmma and mma.sync at f16 -> f32."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .. import archs
+from ..figures import Figure
+from .samples import at, keep, make, point_of, run_of, samples
+
+SMSPS = archs.SCHEDULERS  # sub-partitions per SM: one mma.sync or ldmatrix warp issues on one of them
+# Bytes of shared memory one warp instruction of each ldmatrix case moves: .x1 one 8x8 b16 matrix (128 B), .x2 two,
+# .x4 four; the stmatrix round trip stores four and loads four.
+SMEM_BYTES = {"ldmatrix_x1": 128, "ldmatrix_x2": 256, "ldmatrix_x4": 512, "stmatrix_ldmatrix_x4": 1024}
+GAP_MMA = "mma_f16_f32"  # the mma.sync m16n8k16 f16 -> f32 the wgmma f16 -> f32 cases are compared with
+GAP_WGMMA = ("wgmma_f16_ss", "wgmma_f16_rs")
+
+
+def tensor_format(case: str) -> tuple[str | None, bool, str | None]:
+    """(format, 2:4 sparse, accumulator) whose dense peak bounds a case: 'f16' for mma_f16_f32 and wgmma_f16_ss,
+    ('f16', True, 'f32') for mma_sp_f16_f32, the kind for the block-scaled cases (f8f6f4, mxf4nvf4), None for the
+    ldmatrix-only cases."""
+    parts = case.split("_")
+    if case.startswith(("ldmatrix_mma",)):
+        return "f16", False, "f32"
+    if case.startswith(("ldmatrix", "stmatrix")):
+        return None, False, None
+    if case.startswith("mma_sp_"):
+        return parts[2], True, parts[3]
+    if case.startswith("mma_"):
+        return parts[1], False, parts[2]
+    if case.startswith(("f8f6f4", "mxf")):
+        return parts[0], False, "f32"
+    if case.startswith("wgmma_"):
+        return parts[1], False, "f32"
+    return None, False, None
+
+
+def peak_per_cycle(arch: str, case: str, gpu: str | None = None) -> float | None:
+    """The dense FLOP/cycle/SM peak of a case's format on `arch` (2:4 sparse: dense-equivalent x2), None where no
+    datasheet gives one (INT4 and b1 on Hopper, the f8f6f4 kinds)."""
+    fmt, sparse, acc = tensor_format(case)
+    return archs.tensor_peak(arch, fmt, sparse, acc="f16" if acc == "f16" else None, gpu=gpu) if fmt else None
+
+
+def _case_figures(raw: pd.DataFrame, generic: list[Figure], case: str, arch: str, gpu: str) -> list[Figure | None]:
+    flops_at = point_of(generic, case, "flops")
+    where = flops_at or point_of(generic, case, "throughput")
+    if where is None:
+        return []
+    basis = "peak FLOP/cycle/SM" if flops_at else "peak throughput"
+    thr = samples(raw, case, "throughput", where)
+    wgmma = case.startswith("wgmma")
+    per, what = (1, "wgmma on the SM") if wgmma else (SMSPS, "of them on one sub-partition")
+    out = [make(case, "issue_interval", "cycle", f"{case} issue interval", lambda t: per / t, [thr],
+                f"{per} / throughput {float(pd.Series(thr).median()):.4g} op/cycle/SM{at(where)} (the point of "
+                f"{basis}): cycles between two {what}", [where])]  # fmt: skip
+    flops = samples(raw, case, "flops", where)
+    peak = peak_per_cycle(arch, case, gpu)
+    fmt, sparse, _ = tensor_format(case)
+    if peak and len(flops):
+        out.append(
+            make(
+                case,
+                "pct_of_peak",
+                "%",
+                f"{case} % of the {fmt}{' sparse' if sparse else ''} peak",
+                lambda f: 100 * f / peak,
+                [flops],
+                f"FLOP/cycle/SM{at(where)} (the point of {basis}) / the {arch} {fmt} dense peak of {peak:g} "
+                f"FLOP/cycle/SM{' x 2 (2:4 sparse)' if sparse else ''} ({_source(arch, gpu)})",
+                [where],
+            )
+        )
+    if wgmma:  # wgmma's own throughput and TFLOPS figures are these (the manifest gives them `none`)
+        out.append(
+            make(
+                case,
+                "throughput",
+                "op/cycle/SM",
+                f"{case} throughput at peak flops",
+                lambda t: t,
+                [thr],
+                f"median{at(where)}, the point of peak FLOP/cycle/SM",
+                [where],
+            )
+        )
+        out.append(
+            make(
+                case,
+                "tflops",
+                "TFLOPS",
+                f"{case} tflops at peak flops",
+                lambda t: t,
+                [samples(raw, case, "tflops", where)],
+                f"median{at(where)}, the point of peak FLOP/cycle/SM, at the clock each launch read",
+                [where],
+            )
+        )
+    if case in SMEM_BYTES:
+        size = SMEM_BYTES[case]
+        out.append(
+            make(
+                case,
+                "smem_bytes",
+                "B/cycle/SM",
+                f"{case} shared-memory bytes at peak throughput",
+                lambda t: t * size,
+                [thr],
+                f"peak throughput{at(where)} x {size} B per warp instruction",
+                [where],
+            )
+        )
+    return out
+
+
+def _source(arch: str, gpu: str) -> str:
+    source = archs.tensor_source(arch, gpu) or "archs"
+    return source.split(":")[0]
+
+
+def gap(raw: pd.DataFrame, generic: list[Figure]) -> Figure | None:
+    """The best wgmma f16 -> f32 FLOP/cycle/SM over mma.sync m16n8k16 f16 -> f32's, each at its peak point."""
+    sync_at = point_of(generic, GAP_MMA, "flops")
+    best = [(f.value, f.case, f.params) for f in generic if f.case in GAP_WGMMA and f.metric == "flops" and f.kind ==
+            "peak"]  # fmt: skip
+    if sync_at is None or not best:
+        return None
+    _, case, wg_at = max(best)
+    return make(case, "over_mma_sync", "x", "wgmma f16 over mma.sync f16 FLOP/cycle/SM", lambda w, s: w / s,
+                [samples(raw, case, "flops", wg_at), samples(raw, GAP_MMA, "flops", sync_at)],
+                f"peak FLOP/cycle/SM of {case}{at(wg_at)} / peak FLOP/cycle/SM of {GAP_MMA}{at(sync_at)}",
+                [wg_at, sync_at], params=wg_at)  # fmt: skip
+
+
+def figures(frames: dict[str, pd.DataFrame], generic: list[Figure]) -> list[Figure]:
+    """Every derived figure of the tensorcore category's run."""
+    raw = frames.get("raw")
+    if raw is None or raw.empty:
+        return []
+    arch, gpu = run_of(raw)
+    found = [f for case in dict.fromkeys(raw["case"]) for f in _case_figures(raw, generic, case, arch, gpu)]
+    return keep([*found, gap(raw, generic)])

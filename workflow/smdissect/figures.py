@@ -1,0 +1,189 @@
+"""The reported figures: one row per figure a page, the README or a comparison shows, computed once from the
+samples, each with how it was derived and a status from the checks that can fail it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from .catalog import Case
+from .checks import Check, judge, point_checks, reference_checks
+from .tables import FIGURE_STATUSES, point_text
+
+RATE_UNITS = ("/cycle", "/s", "TFLOPS")  # a metric in such a unit peaks over its sweep by default
+# How a chain case's figures are measured (kernels/common/chain.cuh), where its manifest says nothing more.
+CHAIN_METHODS = {
+    "latency": "dependent chain in one warp: the cycles per step between a 256- and a 512-step body (loop "
+    "overhead and clock reads cancel), issue-to-result of the SASS it becomes",
+    "throughput": "ILP independent chains x warps in one CTA on one SM: extra warp instructions per extra cycle "
+    "between two body lengths",
+}
+
+
+@dataclass
+class Figure:
+    """One reported number: what it is, its value and spread, how it was derived, and what checked it."""
+
+    case: str
+    metric: str
+    unit: str
+    kind: str  # point (the case's only point), peak (best over the sweep), each (one point of a sweep), derived
+    name: str
+    value: float
+    spread: float  # max - min of the samples it stands on (absolute, in its unit)
+    samples: int
+    derivation: str
+    params: str = ""  # the point it was taken at (canonical JSON); "" for a figure derived over a sweep
+    points: tuple[str, ...] = ()  # every point it stands on (the checks of those points apply to it)
+    method: str = ""
+    paper: str = ""
+    checks: list[Check] = field(default_factory=list)
+    companion: str = ""  # the metric at whose peak this figure was taken ({at: metric}): not a peak of its own
+
+
+@dataclass(frozen=True)
+class Point:
+    """The samples of one metric at one parameter point of a case."""
+
+    params: str
+    value: float  # median
+    spread: float
+    samples: int
+
+
+def points(raw: pd.DataFrame) -> dict[tuple[str, str], list[Point]]:
+    """(case, metric) -> its points in sweep order, each with the median, spread and count of its samples."""
+    if raw.empty:
+        return {}
+    grouped = raw.groupby(["case", "metric", "params"], sort=False)["value"].agg(["median", "min", "max", "size"])
+    out: dict[tuple[str, str], list[Point]] = {}
+    for (case, metric, params), r in grouped.iterrows():
+        out.setdefault((case, metric), []).append(Point(params, float(r["median"]), float(r["max"] - r["min"]),
+                                                        int(r["size"])))  # fmt: skip
+    return out
+
+
+def rule(case: Case, metric: str, unit: str, n_points: int) -> str | dict[str, str]:
+    """Which figure a metric of a case gives: the manifest's choice, else its only point, its peak (a rate) or one
+    figure per point."""
+    if metric in case.figures:
+        return case.figures[metric]
+    if n_points == 1:
+        return "point"
+    return "peak" if any(u in unit for u in RATE_UNITS) else "each"
+
+
+def _samples_text(p: Point) -> str:
+    return f"median of {p.samples} sample{'s' * (p.samples != 1)}"
+
+
+def headline(case: Case, metric: str, unit: str, pts: list[Point], peaks: dict[str, Point]) -> list[Figure]:
+    """The figures one metric of one case gives by its rule (`peaks`: the peak point of each of its metrics)."""
+    how = rule(case, metric, unit, len(pts))
+    method = case.method or (CHAIN_METHODS.get(metric, "") if case.kind == "chain" else "")
+    base = {"case": case.id, "metric": metric, "unit": unit, "method": method}
+    if how == "none":
+        return []
+    if how == "each":
+        return [Figure(kind="each", name=f"{case.id} {metric} at {point_text(p.params)}", value=p.value,
+                       spread=p.spread, samples=p.samples, derivation=_samples_text(p), params=p.params,
+                       points=(p.params,), **base) for p in pts]  # fmt: skip
+    if how == "point":
+        p = pts[0]
+        at = f" at {point_text(p.params)}" if len(pts) == 1 and p.params != "{}" else ""
+        return [Figure(kind="point", name=f"{case.id} {metric}", value=p.value, spread=p.spread, samples=p.samples,
+                       derivation=_samples_text(p) + at, params=p.params, points=(p.params,), **base)]  # fmt: skip
+    if how == "peak":
+        p = peaks[metric]
+        return [Figure(kind="peak", name=f"{case.id} peak {metric}", value=p.value, spread=p.spread, samples=p.samples,
+                       derivation=f"best of {len(pts)} points, at {point_text(p.params)} ({_samples_text(p)})",
+                       params=p.params, points=(p.params,), **base)]  # fmt: skip
+    other = how["at"]
+    if other not in peaks:
+        return []
+    p = next((q for q in pts if q.params == peaks[other].params), None)
+    if p is None:
+        return []
+    return [Figure(kind="peak", name=f"{case.id} {metric} at peak {other}", value=p.value, spread=p.spread,
+                   samples=p.samples, derivation=f"at the point of peak {other}: {point_text(p.params)} "
+                   f"({_samples_text(p)})", params=p.params, points=(p.params,), companion=other, **base)]  # fmt: skip
+
+
+def case_figures(case: Case, raw: pd.DataFrame, by_point: dict[tuple[str, str], list[Point]]) -> list[Figure]:
+    """Every generic figure of one case, metric by metric in manifest order (metrics it printed but does not
+    list come after)."""
+    mine = raw[raw["case"] == case.id]
+    if mine.empty:
+        return []
+    units = mine.groupby("metric")["unit"].first().to_dict()
+    metrics = [m for m in case.measures if m in units] + sorted(set(units) - set(case.measures))
+    peaks = {m: max(by_point[(case.id, m)], key=lambda p: p.value) for m in metrics}
+    return [f for m in metrics for f in headline(case, m, units[m], by_point[(case.id, m)], peaks)]
+
+
+def figure_for(figures: Iterable[Figure], case: str, metric: str, params: str = "") -> Figure | None:
+    """The figure of a case's metric: its point or peak (or, for a metric with one figure per point, the one at
+    `params`)."""
+    found = [f for f in figures if f.case == case and f.metric == metric and f.kind != "derived"]
+    exact = [f for f in found if f.kind in ("point", "peak") or f.params == params]
+    return exact[0] if exact else None
+
+
+def compute(
+    cases: list[Case],
+    frames: dict[str, pd.DataFrame],
+    others: dict[str, list[Figure]],
+    arch: str,
+    gpu: str,
+) -> list[Figure]:
+    """Every figure of one category (generic and derived), each judged: `frames` holds the category's raw, crossval
+    and the run arch's sass_checks tables; `others` the figures of the categories its cases refer to."""
+    from . import derived
+
+    raw = frames.get("raw", pd.DataFrame())
+    if raw.empty:
+        return []
+    by_point = points(raw)
+    figures = [f for case in cases for f in case_figures(case, raw, by_point)]
+    figures += derived.figures(cases[0].category, frames, figures)
+    by_id = {c.id: c for c in cases}
+    known = others | {cases[0].category: figures}
+    claimed = {f.paper for f in figures if f.paper}  # paper figures a derived figure already stands for
+    for f in figures:  # a deriver's own paper id, method and checks stand; the generic ones join them
+        case = by_id[f.case]
+        headline = f.kind in ("point", "peak") and case.measures and f.metric == case.measures[0]
+        f.paper = f.paper or (case.paper if case.paper and headline and case.paper not in claimed else "")
+        f.method = f.method or case.method
+        f.checks = [*f.checks, *point_checks(f, case, frames, arch, gpu, by_point.get((f.case, f.metric), [])),
+                    *reference_checks(f, case, known)]  # fmt: skip
+    inherit(figures)
+    return figures
+
+
+def inherit(figures: list[Figure]) -> None:
+    """A derived figure is contradicted where a figure of its case at one of its points is: it stands on it."""
+    against = {id(f): judge(f.checks)[1] for f in figures if f.kind != "derived" and judge(f.checks)[0] ==
+               "contradicted"}  # fmt: skip
+    for f in (f for f in figures if f.kind == "derived"):
+        for g in figures:
+            if id(g) in against and g.case == f.case and set(g.points) & set(f.points):
+                f.checks.append(Check("stands on", "disagree", f"{g.name}, contradicted: {against[id(g)][:160]}"))
+
+
+def rows(figures: list[Figure], provenance: dict[str, Any]) -> list[dict[str, Any]]:
+    """The figures as rows of the figures table, each with its status, reason and checks."""
+    out = []
+    for f in figures:
+        status, reason = judge(f.checks)
+        assert status in FIGURE_STATUSES
+        out.append(provenance | {
+            "case": f.case, "params": f.params, "figure": f.name, "metric": f.metric, "unit": f.unit,
+            "kind": f.kind, "value": f.value, "spread": f.spread, "samples": f.samples, "derivation": f.derivation,
+            "points": json.dumps(list(f.points)), "method": f.method, "paper": f.paper, "status": status,
+            "reason": reason, "checks": "; ".join(c.text() for c in f.checks),
+        })  # fmt: skip
+    return out
