@@ -442,8 +442,10 @@ def test_chase_latency_rows_are_steady(
 def near_far_problems(records: dict[tuple[int, str], dict]) -> list[str]:
     """What is wrong with chase_near_far's records from several SMs ((sm_slot, metric) -> record), none if nothing:
     each SM's loads are L2 hits with few misses and a steady overhead, its clusters' means steady launch to launch,
-    every SM sees as many L2 latencies, and where that is two, each line's cluster is set by its address (the same
-    in every launch) and two SMs see the same lines far (one partition) or the complementary ones (two)."""
+    and where an SM sees two L2 latencies, each line's cluster is set by its address (the same in every launch) and
+    two such SMs see the same lines far (one partition) or the complementary ones (two). SMs may differ in how many
+    they see: on the H200 (2026-12-01) slots 4 and 8 saw two (about 270 and 300-313 cycles, half the lines each),
+    slots 0 and 12 one broad mode (252-308 cycles, separation 3.5 < 4), the slice distance blurring the partition."""
     slots = sorted({slot for slot, _ in records})
     found, placed, problems = {}, {}, []
     for slot in slots:
@@ -460,8 +462,6 @@ def near_far_problems(records: dict[tuple[int, str], dict]) -> list[str]:
         if not m.spread < 2:
             problems.append(f"slot {slot}: cluster means {m.spread:.1f} cycles apart launch to launch")
         placed[slot] = latency_modes.sides(loads["samples"], per_launch, m)
-    if len({m.clusters for m in found.values()}) > 1:
-        problems.append(f"the SMs see different numbers of L2 latencies: {[m.clusters for m in found.values()]}")
     for slot, m in found.items():
         if m.clusters == 2 and not m.agreement >= latency_modes.ADDRESS_BOUND:
             problems.append(f"slot {slot}: {latency_modes.reading(m)} (line agreement {m.agreement:.2f})")
@@ -482,6 +482,14 @@ def near_far_records(raw: pd.DataFrame) -> dict[tuple[int, str], dict]:
     return out
 
 
+def test_the_h200_near_far_run_has_no_problem() -> None:
+    """The committed run's chase_near_far records, checked as the GPU test checks a fresh run."""
+    raw = tables.read("raw", [RUN / "chase" / "raw.parquet"])
+    if "load_latency" not in set(raw["metric"]):
+        pytest.skip("the committed run predates the per-load record")
+    assert near_far_problems(near_far_records(raw[raw["case"] == "chase_near_far"])) == []
+
+
 def test_near_far_problems_can_be_found() -> None:
     def records(far_sm: dict[int, np.ndarray]) -> dict[tuple[int, str], dict]:
         return near_far_records(pd.concat(near_far_frames(far_sm), ignore_index=True))
@@ -490,8 +498,7 @@ def test_near_far_problems_can_be_found() -> None:
     good = records({0: FAR, 4: ~FAR, 8: FAR})
     assert near_far_problems(good) == []
     assert near_far_problems(records({0: none, 4: none})) == []  # one L2 latency is an answer too
-    mixed = near_far_problems(records({0: FAR, 4: none}))
-    assert mixed == ["the SMs see different numbers of L2 latencies: [2, 1]"]
+    assert near_far_problems(records({0: FAR, 4: none})) == []  # SMs may see the partition split or not
     unrelated = near_far_problems(records({0: FAR, 4: rng.permutation(FAR)}))  # 30% far, but other lines
     assert len(unrelated) == 1 and "neither one partition nor two" in unrelated[0]
     noisy = {k: dict(v) for k, v in good.items()}

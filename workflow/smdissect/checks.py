@@ -185,27 +185,38 @@ def _neighbour(at: dict[str, int], axis: str, value: int) -> str:
 
 
 def plateau_check(figure: Figure, case: Case, pts: list[Point], peak: tuple[float, str] | None) -> list[Check]:
-    """A peak taken where its sweep has levelled: on every saturating axis at whose end it sits, the point before it
-    is within PLATEAU of it; a peak at the hardware peak has levelled whatever its sweep. Otherwise the curve is
-    still rising at the end of its sweep: not saturated."""
+    """A peak taken where its sweep has levelled: along every saturating axis, some point of its plateau (within
+    PLATEAU of it) was measured beyond on that axis, or the point before it on that axis is on the plateau too; a
+    peak at the hardware peak has levelled whatever its sweep. Otherwise the curve is still rising at the end of
+    its sweep: not saturated."""
     if figure.kind != "peak" or figure.companion or not case.saturate or not figure.params:
         return []
     if peak and figure.value >= (1 - BOUND_TOLERANCE) * peak[0]:
         return [Check("plateau", "agree", f"at the {peak[1]}")]
-    at, values = json.loads(figure.params), {p.params: p.value for p in pts}
-    seen, rising = [], []
+    values = {p.params: p.value for p in pts}
+    plateau = [json.loads(p) for p in on_plateau(figure, pts)]
+    at, seen, rising = json.loads(figure.params), [], []
     for axis in (a for a in case.saturate if a in at):
         axis_values = sorted({json.loads(p)[axis] for p in values if axis in json.loads(p)})
+        if len(axis_values) < 2:
+            continue
+        levelled = ""
+        for point in plateau:
+            i = axis_values.index(point[axis])
+            if i + 1 < len(axis_values) and _neighbour(point, axis, axis_values[i + 1]) in values:
+                levelled = f"measured beyond {point_text(_neighbour(point, axis, point[axis]))} along {axis}"
+                break
+            before = values.get(_neighbour(point, axis, axis_values[i - 1])) if i else None
+            if before and before >= (1 - PLATEAU) * figure.value:
+                levelled = f"{axis}={axis_values[i - 1]} and {point[axis]} both on the plateau"
+                break
+        if levelled:
+            seen.append(levelled)
+            continue
         i = axis_values.index(at[axis])
-        if i + 1 < len(axis_values):
-            seen.append(f"inside the {axis} sweep")
-            continue
-        before = _neighbour(at, axis, axis_values[i - 1]) if i else None
-        if not values.get(before):
-            continue
-        rise = figure.value / values[before] - 1
-        step = f"{rise:+.1%} from {axis}={axis_values[i - 1]} to {at[axis]}"
-        (seen if rise <= PLATEAU else rising).append(step)
+        before = values.get(_neighbour(at, axis, axis_values[i - 1])) if i else None
+        if before:
+            rising.append(f"{figure.value / before - 1:+.1%} from {axis}={axis_values[i - 1]} to {at[axis]}")
     if rising:
         steps = "; ".join(rising)
         return [Check("plateau", "disagree", f"not saturated: still rising at the end of its sweep ({steps})")]

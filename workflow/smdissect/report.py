@@ -8,14 +8,16 @@ import json
 import numbers
 from collections.abc import Callable
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
-import altair as alt
 import pandas as pd
 
 from . import tables
 from .files import write_text
 from .tables import FIGURE_STATUSES, VERDICTS
+
+if TYPE_CHECKING:
+    import altair as alt
 
 # Which pipeline stages produce each table: their skip reason explains an empty section.
 STAGES: dict[str, tuple[str, ...]] = {
@@ -291,6 +293,7 @@ def _status(status: pd.DataFrame) -> str:
 
 def _ilp_chart(raw: pd.DataFrame) -> str:
     """Median throughput against ILP, one line per case, one panel per warp count."""
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
     thr = raw[raw["metric"] == "throughput"].copy()
     thr["ilp"] = pd.to_numeric(thr["params"].map(lambda p: param(p, "ilp")), errors="coerce")
     thr["warps"] = pd.to_numeric(thr["params"].map(lambda p: param(p, "warps")), errors="coerce")
@@ -321,6 +324,7 @@ def _ilp_chart(raw: pd.DataFrame) -> str:
 
 def _stalls(stalls: pd.DataFrame) -> str:
     """Stacked stall reasons per (case, params) and the dominant reason of each."""
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
     st = _long(stalls).groupby(["case", "params", "reason"], as_index=False)[["value", "share"]].mean()
     if st.empty:
         return empty("no rows for the long variant")

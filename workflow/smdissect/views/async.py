@@ -5,7 +5,6 @@ samples."""
 
 from __future__ import annotations
 
-import altair as alt
 import pandas as pd
 
 from smdissect import report
@@ -28,6 +27,7 @@ def level(case: str, footprint_kb: float) -> str:
 
 
 def _curve_chart(data: pd.DataFrame, axis: str, title: str) -> str:
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
     data = data.assign(series=data["case"] + " " + data["bytes"].astype(int).astype(str) + " B")
     if "outstanding" in data and axis != "outstanding":
         data["series"] += " x" + data["outstanding"].astype(int).astype(str)

@@ -4,7 +4,6 @@ PyTorch's fused attention."""
 
 from __future__ import annotations
 
-import altair as alt
 import pandas as pd
 
 from smdissect import report
@@ -44,6 +43,7 @@ def tiles(figures: pd.DataFrame) -> pd.DataFrame:
 def _split_chart(table: pd.DataFrame) -> str:
     """Stacked bars: softmax, tensor core and the rest of the per-tile cycles, per head dim and CTAs per SM (the
     derived figures), with the paper's sm_120 split as its own bar."""
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
     bars = []
     mine = table[table["case"] == "tile_full"]
     for params, g in mine.groupby("params", sort=False):

@@ -5,7 +5,6 @@ charts and the placement map are drawn from the samples."""
 
 from __future__ import annotations
 
-import altair as alt
 import pandas as pd
 
 from smdissect import report
@@ -36,6 +35,7 @@ def _figures(frames: dict[str, pd.DataFrame], cases: list[str], metrics: tuple[s
 
 
 def _barrier(frames: dict[str, pd.DataFrame]) -> str:
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
     data = report.points(frames.get("raw"), list(BARRIERS), "latency", ["cluster"])
     figs = _figures(frames, list(BARRIERS), columns=(*COLUMNS, "derivation"))
     if data.empty and not figs:
@@ -56,6 +56,7 @@ def _barrier(frames: dict[str, pd.DataFrame]) -> str:
 
 
 def _dsmem(frames: dict[str, pd.DataFrame]) -> str:
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
     raw = frames.get("raw")
     latency = report.points(raw, list(CHASES), "latency", ["cluster"])
     streams = report.points(raw, list(STREAMS), "bandwidth_per_sm", ["cluster"])
@@ -95,6 +96,7 @@ def _dsmem(frames: dict[str, pd.DataFrame]) -> str:
 
 
 def _pingpong(frames: dict[str, pd.DataFrame]) -> str:
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
     pairs = report.points(frames.get("raw"), ["sm_pingpong"], "round_trip", ["sm_a", "sm_b"])
     figs = report.figures_of(frames, cases=("sm_pingpong",))
     if pairs.empty and figs.empty:

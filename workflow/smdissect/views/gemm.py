@@ -3,7 +3,6 @@ stall-reason and pipe breakdown of the profiled shape's launches."""
 
 from __future__ import annotations
 
-import altair as alt
 import pandas as pd
 
 from smdissect import archs, report
@@ -39,6 +38,7 @@ def throughput(figures: pd.DataFrame) -> pd.DataFrame:
 
 def _chart(raw: pd.DataFrame) -> str:
     """TFLOPS per shape and library, from the raw samples (median of each point)."""
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
     rows = raw[raw["case"].isin(CASES) & raw["metric"].isin(("tflops_cutlass", "tflops_cublas", "tflops"))]
     data = rows.groupby(["case", "params", "metric"], as_index=False)["value"].median()
     data["shape"] = data["params"].map(_shape)
@@ -111,6 +111,7 @@ def pipe_breakdown(pipes: pd.DataFrame) -> pd.DataFrame:
 
 
 def _stalls_and_pipes(stalls: pd.DataFrame | None, pipes: pd.DataFrame | None) -> str:
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
     found = stall_breakdown(stalls) if stalls is not None else pd.DataFrame()
     busy = pipe_breakdown(pipes) if pipes is not None else pd.DataFrame()
     if found.empty and busy.empty:

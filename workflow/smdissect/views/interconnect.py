@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 
-import altair as alt
 import pandas as pd
 
 from smdissect import report
@@ -47,6 +46,7 @@ def _peer(frames: dict[str, pd.DataFrame], cases: list[str]) -> str:
 
 
 def _bandwidth(frames: dict[str, pd.DataFrame]) -> str:
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
     data = report.points(frames.get("raw"), list(COPIES), "bandwidth", ["src", "dst", "size_mb"])
     figs = report.figures_of(frames, cases=tuple(COPIES), metrics=("bandwidth",))
     if data.empty and figs.empty:

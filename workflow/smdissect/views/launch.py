@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 
-import altair as alt
 import pandas as pd
 
 from smdissect import report
@@ -53,6 +52,7 @@ def _overhead(frames: dict[str, pd.DataFrame]) -> str:
 
 
 def _gaps(frames: dict[str, pd.DataFrame]) -> str:
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
     raw = frames.get("raw")
     data = report.points(raw, list(MODES), "dependent_gap", ["ctas", "kernels"])
     figs = report.figures_of(frames, cases=tuple(MODES), metrics=(*GAPS, "saves_vs_serial"))
@@ -99,6 +99,7 @@ def _clc(frames: dict[str, pd.DataFrame]) -> str:
 
 
 def _host_link(frames: dict[str, pd.DataFrame]) -> str:
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
     data = report.points(frames.get("raw"), list(HOST), "bandwidth", ["size_kb"])
     copies = report.figures_of(frames, cases=tuple(HOST))
     link = report.figures_of(frames, cases=("pcie_link",))

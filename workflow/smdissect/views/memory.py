@@ -9,7 +9,6 @@ import json
 import math
 import re
 
-import altair as alt
 import numpy as np
 import pandas as pd
 
@@ -45,6 +44,7 @@ def levels(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 
 def _staircase(frames: dict[str, pd.DataFrame]) -> str:
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
     raw = frames.get("raw")
     data = report.points(raw, ["chase"], "latency", ["footprint_kb", "stride_b"])
     if data.empty:
@@ -125,6 +125,7 @@ def histogram(raw: pd.DataFrame) -> pd.DataFrame:
 
 
 def _near_far(frames: dict[str, pd.DataFrame]) -> str:
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
     raw = frames.get("raw")
     mine = raw[raw["case"] == "chase_near_far"] if raw is not None and not raw.empty else pd.DataFrame()
     if mine.empty or not (mine["metric"] == "load_latency").any():
@@ -177,6 +178,7 @@ def _flavours(frames: dict[str, pd.DataFrame]) -> str:
 
 
 def _shared(frames: dict[str, pd.DataFrame]) -> str:
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
     raw = frames.get("raw")
     conflicts = report.points(raw, ["smem_bank_conflict"], "latency", ["ways"])
     cases = ["smem_latency", "smem_broadcast", "smem_bank_conflict", "smem_capacity"]
@@ -197,6 +199,7 @@ def _shared(frames: dict[str, pd.DataFrame]) -> str:
 
 
 def _mlp(frames: dict[str, pd.DataFrame]) -> str:
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
     raw = frames.get("raw")
     data = report.points(raw, ["mlp"], "latency", ["loads", "footprint_kb"])
     if data.empty:
@@ -229,6 +232,7 @@ def _mlp(frames: dict[str, pd.DataFrame]) -> str:
 
 
 def _bandwidth(frames: dict[str, pd.DataFrame]) -> str:
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
     raw = frames.get("raw")
     data = report.points(raw, ["dram_read", "dram_write", "dram_copy", "l2_read"], "bandwidth", ["ctas", "loads"])
     if data.empty and report.figures_of(frames, cases=tuple(BANDWIDTH)).empty:

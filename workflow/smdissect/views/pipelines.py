@@ -7,7 +7,6 @@ from __future__ import annotations
 import html
 import re
 
-import altair as alt
 import pandas as pd
 
 from smdissect import report
@@ -156,6 +155,7 @@ def _class_order(figs: pd.DataFrame) -> list[str]:
 
 def _heatmap(cells: pd.DataFrame, order: list[str]) -> str:
     """Slowdown beyond the issue limit of every pair (symmetric), with the numbers as text."""
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
     both = pd.concat([cells.assign(a=cells["x"], b=cells["y"]),
                       cells[cells["x"] != cells["y"]].assign(a=cells["y"], b=cells["x"])])  # fmt: skip
     both = both.rename(columns={"value": "slowdown"})[["a", "b", "slowdown"]]

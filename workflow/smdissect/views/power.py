@@ -4,7 +4,6 @@ fitted lines, TFLOPS/W at the most SMs measured, and the clocks and throttle rea
 
 from __future__ import annotations
 
-import altair as alt
 import pandas as pd
 
 from smdissect import power, report
@@ -87,6 +86,7 @@ def _model(figures: pd.DataFrame, pts: pd.DataFrame) -> str:
 
 
 def _chart(figures: pd.DataFrame, pts: pd.DataFrame) -> str:
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
     if pts.empty:
         return report.empty("no power measurements")
     fits = figures[figures["metric"].isin(("p_infrastructure", "k_per_sm"))]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import altair as alt
 import pandas as pd
 
 from smdissect import report
@@ -28,6 +27,7 @@ def _figures(frames: dict[str, pd.DataFrame], cases: tuple[str, ...], metrics: t
 
 def _subcore(frames: dict[str, pd.DataFrame]) -> str:
     """Warp 0's issue rate beside each partner warp, colored by whether %warpid % 4 matched; the binding figures."""
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
     raw = frames.get("raw")
     cases = ["subcore_ffma", "subcore_mufu"]
     thr = _points(raw, cases, "throughput", ["partner"])
@@ -55,6 +55,7 @@ def _subcore(frames: dict[str, pd.DataFrame]) -> str:
 
 def _warps(frames: dict[str, pd.DataFrame]) -> str:
     """Throughput per SM against the resident warps measured on it, one line per pipe; saturation and residency."""
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
     raw = frames.get("raw")
     cases = ["warps_ffma", "warps_iadd3", "warps_mufu"]
     thr = _points(raw, cases, "throughput", ["warps"])
@@ -78,6 +79,7 @@ def _warps(frames: dict[str, pd.DataFrame]) -> str:
 
 def _scoreboard(frames: dict[str, pd.DataFrame]) -> str:
     """Cycles per iteration against independent loads in flight, and the scoreboard depth they give."""
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
     data = _points(frames.get("raw"), ["scoreboard_depth"], "cycles_per_iteration", ["loads"])
     if data.empty:
         return report.empty("no scoreboard measurements")
@@ -118,6 +120,7 @@ def _controlcodes(frames: dict[str, pd.DataFrame]) -> str:
 
 def _patching(frames: dict[str, pd.DataFrame]) -> str:
     """Stall count k of the chain FFMAs: wrong results and speed; the yield flag: cycles per iteration."""
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
     parts = []
     stall = report.figures_of(frames, cases=("stall_patch",))
     if len(stall):

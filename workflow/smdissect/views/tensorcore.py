@@ -7,7 +7,6 @@ from __future__ import annotations
 import html
 import re
 
-import altair as alt
 import pandas as pd
 
 from smdissect import archs, report
@@ -109,6 +108,7 @@ def _needs(case: str) -> str:
 
 def _chart(figures: pd.DataFrame, metric: str, title: str, axis: str) -> str:
     """A bar per figure of one metric (its point, peak or derived figure), coloured by status."""
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
     data = figures[(figures["metric"] == metric)][["figure", "value", "status"]]
     if data.empty:
         return report.empty(f"no {metric} figure")
@@ -122,6 +122,7 @@ def _chart(figures: pd.DataFrame, metric: str, title: str, axis: str) -> str:
 
 def _wgmma_chart(raw: pd.DataFrame) -> str:
     """wgmma FLOP/cycle/SM over N, one line per warpgroups and batch, per case (from the raw samples)."""
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
     med = _medians(raw)
     data = med[med["case"].str.startswith("wgmma") & (med["metric"] == "flops")].copy()
     if data.empty:
