@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from smdissect import archs, catalog, crossval, device
-from smdissect.views import gemm, pipelines, tensorcore
+from smdissect import archs, catalog, device
+from smdissect.derived import gemm
 
 ROOT = Path(__file__).resolve().parents[1]
 H200 = ROOT / "reports" / "h200" / "tables" / "sm_90a"
@@ -78,7 +78,6 @@ def test_pipe_rates_are_the_guides_columns() -> None:
 
 def test_issue_rate_is_the_schedulers() -> None:
     assert archs.ISSUE_RATE == archs.SCHEDULERS * 1.0 == 4.0
-    assert crossval.SCHEDULERS == pipelines.ISSUE_RATE == tensorcore.SMSPS == 4
     assert all((archs.pipe_rate(a, p) or 0) <= archs.ISSUE_RATE for a in ARCHS for p in archs.PIPE_ROWS)
 
 
@@ -114,7 +113,8 @@ def test_h200_tensor_measurements_stay_under_the_peak() -> None:
     raw = pd.read_parquet(H200 / "tensorcore" / "wgmma" / "raw.parquet", columns=["case", "params", "metric", "value"])
     flops = raw[raw["metric"] == "flops"].groupby(["case", "params"])["value"].median().groupby("case").max()
     for case, best in flops.items():
-        peak = tensorcore._peak_per_cycle("sm_90a", str(case), "NVIDIA H200")
+        fmt = "bf16" if "bf16" in str(case) else "f16"  # wgmma_f16_ss, wgmma_f16_rs, wgmma_bf16_ss
+        peak = archs.tensor_peak("sm_90a", fmt, gpu="NVIDIA H200")
         assert peak is not None and 0.9 * peak < best <= 1.01 * peak, case
 
 
@@ -163,9 +163,8 @@ def test_moved_tables_are_re_exported() -> None:
 
 
 def test_gemm_percent_at_clock_uses_the_products_peak() -> None:
-    pct = gemm._pct_at_clock("NVIDIA H200", "sm_90a", "gemm_bf16", 700.0, 1830.0)
-    assert pct == pytest.approx(100 * 700 / 989.4)
-    assert gemm._pct_at_clock("NVIDIA H100 PCIe", "sm_90a", "gemm_bf16", 700.0, 1620.0) == pytest.approx(
-        100 * 700 / 756
-    )
-    assert gemm._pct_at_clock("some GPU", "sm_90a", "gemm_bf16", 700.0, 1830.0) is None
+    per_cycle, sms, _ = gemm.peak_at_clock("sm_90a", "NVIDIA H200", "gemm_bf16")
+    assert sms == 132 and per_cycle * sms * 1830e6 / 1e12 == pytest.approx(989.4, rel=1e-3)
+    per_cycle, sms, _ = gemm.peak_at_clock("sm_90a", "NVIDIA H100 PCIe", "gemm_bf16")
+    assert sms == 114 and per_cycle * sms * 1620e6 / 1e12 == pytest.approx(756, rel=1e-3)
+    assert gemm.peak_at_clock("sm_90a", "some GPU", "gemm_bf16") is None

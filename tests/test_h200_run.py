@@ -1,47 +1,90 @@
-"""The committed H200 run meets each category's bar, checked on its own tables (reports/h200/tables)."""
+"""The committed H200 run meets each category's bar, read from its figures table (reports/h200/tables), and its pages
+and the README show those figures with their status, never a contradicted one as a finding."""
 
 from __future__ import annotations
+
+import re
 
 import pandas as pd
 import pytest
 from conftest import ROOT
-from smdissect import tables
+from smdissect import headlines, pipeline, tables
 
 RUN = ROOT / "reports" / "h200" / "tables" / "sm_90a"
+PAGES = ROOT / "reports" / "h200"
 
 
-def medians(category: str) -> pd.DataFrame:
-    """Median and spread of every (case, metric, params) the run measured in a category."""
-    raw = tables.read("raw", sorted((RUN / category).rglob("raw.parquet")))
-    return raw.groupby(["case", "metric", "unit", "params"], as_index=False)["value"].agg(
-        median="median", spread=lambda s: s.max() - s.min()
-    )
+@pytest.fixture(scope="module")
+def figures() -> pd.DataFrame:
+    """Every figure of the committed run."""
+    return tables.read("figures", sorted(RUN.glob("*/figures.parquet")))
 
 
-def test_pipelines_table_has_sixty_instruction_types_with_sub_cycle_spread() -> None:
-    m = medians("pipelines")
-    latency = m[m.metric == "latency"]
-    assert latency.case.nunique() >= 60 and (latency.spread < 1.0).all()
-    ffma = m[(m.case == "ffma") & (m.metric == "throughput")]["median"].max()
-    assert ffma == pytest.approx(4.0, rel=0.05)  # the SM's issue limit: 4 sub-partitions x 1 warp-inst/cycle
+def one(figures: pd.DataFrame, name: str, category: str | None = None) -> pd.Series:
+    """The figure of that name (of that category, where two categories name one alike): exactly one."""
+    mine = figures[(figures["figure"] == name) & (figures["category"] == category if category else True)]
+    (row,) = [r for _, r in mine.iterrows()]
+    return row
 
 
-def test_dram_bandwidth_beats_the_library_copy_and_counters_agree() -> None:
-    m = medians("memory")
-    best = m[m.case.isin(["dram_read", "dram_copy"]) & (m.unit == "GB/s")]["median"].max()
-    torch = m[m.case == "torch_copy"]["median"].max()  # torch's own copy, measured in the same run
-    assert best / torch >= 1.0 and best / 4800 > 0.9
+def test_every_category_has_figures_each_with_a_status_and_reason(figures: pd.DataFrame) -> None:
+    assert set(figures["category"]) == {p.name for p in RUN.iterdir() if (p / "crossval.parquet").exists()}
+    assert set(figures["status"]) <= set(tables.FIGURE_STATUSES) and (figures["reason"].str.len() > 0).all()
+    assert not figures.duplicated(["category", "figure"]).any()
+
+
+def test_each_page_counts_its_figures_and_shows_no_contradicted_one_as_a_finding(figures: pd.DataFrame) -> None:
+    for category, mine in figures.groupby("category"):
+        page = (PAGES / f"{category}.html").read_text()
+        section = page[page.index("<h2>Figures</h2>"):page.index("</section>", page.index("<h2>Figures</h2>"))]
+        counts = mine["status"].value_counts()
+        for status in tables.FIGURE_STATUSES:
+            assert re.search(rf">{status}</span> <b>{int(counts.get(status, 0))}</b>", section), (category, status)
+        findings = section.split('<p class="counts">')[1].split("</p>", 1)[1].split("<h3>Contradicted: not")[0]
+        assert 's-contradicted">contradicted' not in findings, category
+        assert ("<h3>Contradicted: not findings</h3>" in section) == bool(counts.get("contradicted", 0)), category
+
+
+def test_readme_headlines_are_the_committed_figures(figures: pd.DataFrame) -> None:
+    block = headlines.markdown(headlines.table(figures, pipeline.reference(ROOT / "kernels")), figures)
+    readme = (ROOT / "README.md").read_text()
+    assert f"{headlines.START}\n{block}\n{headlines.END}" in readme, "run: python3 -m smdissect headlines --tables " \
+        "reports/h200/tables --readme README.md"
+    assert "missing" not in set(headlines.table(figures, pd.DataFrame())["status"])  # every headline is in the run
+
+
+def test_pipelines_table_has_sixty_instruction_types_with_sub_cycle_spread(figures: pd.DataFrame) -> None:
+    latency = figures[(figures["category"] == "pipelines") & (figures["metric"] == "latency") &
+                      (figures["kind"] == "point")]  # fmt: skip
+    assert latency["case"].nunique() >= 60 and (latency["spread"] < 1.0).all()
+    ffma = one(figures, "ffma peak throughput", "pipelines")
+    assert ffma["value"] == pytest.approx(4.0, rel=0.05)  # the SM's issue limit: 4 sub-partitions x 1 warp-inst/cycle
+
+
+def test_dram_bandwidth_beats_the_library_copy_and_counters_agree(figures: pd.DataFrame) -> None:
+    read, torch = one(figures, "dram_read peak bandwidth"), one(figures, "torch_copy bandwidth")
+    assert read["status"] == "verified" and read["value"] / torch["value"] >= 1.0 and read["value"] / 4800 > 0.9
     cv = tables.read("crossval", RUN / "memory" / "crossval.parquet")
     dram = cv[cv.check.str.contains("dram__bytes")]
     assert len(dram) >= 6 and (dram.verdict == "agree").all() and (dram.rel_err < 0.05).all()
 
 
-def test_wgmma_reaches_the_sms_dense_f16_peak() -> None:
-    m = medians("tensorcore")
-    wgmma = m[(m.case == "wgmma_f16_ss") & (m.metric == "flops")]["median"].max()
-    assert wgmma >= 0.8 * 4096  # 989.4 TFLOPS / (132 SMs x 1830 MHz) FLOP/cycle/SM
-    mma = m[(m.case == "mma_f16_f32") & (m.metric == "flops")]["median"].max()
-    assert mma < wgmma  # mma.sync cannot keep the tensor cores as busy as wgmma
+def test_wgmma_reaches_the_sms_dense_f16_peak(figures: pd.DataFrame) -> None:
+    wgmma, mma = one(figures, "wgmma_f16_ss peak flops"), one(figures, "mma_f16_f32 peak flops")
+    assert wgmma["value"] >= 0.8 * 4096 and wgmma["status"] == "verified"  # 989.4 TFLOPS / (132 SMs x 1830 MHz)
+    assert mma["value"] < wgmma["value"]  # mma.sync cannot keep the tensor cores as busy as wgmma
+
+
+def test_fp8_mma_sync_is_emulated_on_sm90_and_stays_in_its_timed_loop(figures: pd.DataFrame) -> None:
+    latency, flops = one(figures, "mma_e4m3_f32 latency"), one(figures, "mma_e4m3_f32 peak flops")
+    f16 = one(figures, "mma_f16_f32 latency")
+    assert latency["value"] > f16["value"] and flops["value"] < 8192 / 2  # converts + 2 HMMA, not a native fp8 path
+    assert latency["status"] == "verified" and "sass timed loop: agree" in latency["checks"]
+
+
+def test_iadd64_is_no_faster_than_the_iadd3_it_is_built_from(figures: pd.DataFrame) -> None:
+    iadd64 = one(figures, "iadd64 latency", "pipelines")
+    assert iadd64["value"] >= 4.0 * 0.98 and "built from: agree" in iadd64["checks"]
 
 
 def test_every_planned_point_of_the_run_arch_is_accounted_for() -> None:
@@ -53,26 +96,25 @@ def test_every_planned_point_of_the_run_arch_is_accounted_for() -> None:
     assert failed.reason.str.startswith("error: ").all()  # each failure keeps the binary's one-line error
 
 
-def test_tma_bulk_copies_reach_ninety_percent_of_ldg_in_the_same_run() -> None:
-    m = medians("async")
-    bulk = m[m.case.isin(["bulk_ctas", "bulk_depth"])]["median"].max()
-    assert bulk / m[m.case == "ldg_stream"]["median"].max() >= 0.90
+def test_tma_bulk_copies_reach_ninety_percent_of_ldg_in_the_same_run(figures: pd.DataFrame) -> None:
+    ratio = one(figures, "TMA bulk best / LDG.128 best")
+    assert ratio["value"] >= 0.90 and ratio["status"] != "contradicted"
     cv = tables.read("crossval", RUN / "async" / "crossval.parquet")
     dram = cv[cv.check.str.contains("dram__bytes_read")]
     assert len(dram) > 0 and (dram.verdict == "agree").all()
 
 
-def test_cutlass_gemm_matches_cublas_and_states_its_share_of_peak() -> None:
-    m = medians("gemm").pivot_table(index="params", columns="metric", values="median")
-    ratio = m["ratio_to_cublas"]  # issue 8: >= 0.95 on every shape (both ran under the power cap in this run)
-    assert len(m) >= 4 and (ratio >= 0.95).all() and (m["max_rel_err"] < 0.02).all()
-    assert ((m["pct_of_peak_cutlass"] > 50) & (m["pct_of_peak_cutlass"] <= 100)).all()
+def test_cutlass_gemm_matches_cublas_and_states_its_share_of_peak(figures: pd.DataFrame) -> None:
+    ratio = figures[figures["figure"].str.startswith("gemm_bf16 ratio_to_cublas at ")]
+    share = figures[figures["figure"].str.startswith("gemm_bf16 pct_of_peak_cutlass at ")]
+    error = figures[figures["figure"].str.startswith("gemm_bf16 max_rel_err at ")]
+    assert len(ratio) >= 4 and (ratio["value"] >= 0.95).all() and (error["value"] < 0.02).all()
+    assert ((share["value"] > 50) & (share["value"] <= 100)).all()
 
 
-def test_attention_splits_every_tile_into_softmax_and_tensor_shares() -> None:
-    m = medians("attention")
-    shares = m[m.case.isin(["softmax_share", "tensor_share"])]
-    assert set(shares.case) == {"softmax_share", "tensor_share"} and shares["median"].between(0, 100).all()
-    full = m[(m.case == "tile_full") & (m.metric == "cycles_per_tile")]["median"]
-    no_softmax = m[(m.case == "tile_no_softmax") & (m.metric == "cycles_per_tile")]["median"]
-    assert (full.to_numpy() > no_softmax.to_numpy()).all()  # dropping a stage never makes a tile slower
+def test_attention_splits_every_tile_into_softmax_and_tensor_shares(figures: pd.DataFrame) -> None:
+    shares = figures[figures["case"].isin(["softmax_share", "tensor_share"])]
+    assert set(shares["case"]) == {"softmax_share", "tensor_share"} and shares["value"].between(0, 100).all()
+    full = figures[figures["figure"].str.startswith("tile_full cycles_per_tile at ")].set_index("params")["value"]
+    dropped = figures[figures["figure"].str.startswith("tile_no_softmax cycles_per_tile at ")].set_index("params")
+    assert len(full) and (full > dropped["value"].reindex(full.index)).all()  # dropping a stage never slows a tile

@@ -29,21 +29,24 @@ def measured() -> pd.DataFrame:
 
 def test_paper_comparison_uses_the_cases_reference_rows(measured: pd.DataFrame) -> None:
     cases = catalog.load(ROOT / "kernels", "latency")
-    table = compare.against_paper(measured, cases, pd.read_csv(ROOT / "reference" / "seed_sm120.csv"))
-    ffma = table.set_index("case").loc["ffma"]
-    assert ffma["at"] == '{"ilp":1,"warps":1}' and 4.0 < ffma.measured < 4.1
+    table = compare.against_paper(measured[measured["category"] == "latency"], cases,
+                                  pd.read_csv(ROOT / "reference" / "seed_sm120.csv"))  # fmt: skip
+    ffma = table.set_index("figure").loc["ffma latency"]
+    assert 4.0 < ffma.measured < 4.1 and ffma.status == "verified"
     assert ffma.paper_sm120 == 4.22 and ffma.paper_sm90 == 4 and abs(ffma.ratio_sm120 - ffma.measured / 4.22) < 1e-12
-    assert set(table.case) == {c.id for c in cases if c.paper}
+    assert set(table["paper"]) == {c.paper for c in cases if c.paper}  # one figure stands for each
 
 
-def test_diff_flags_only_beyond_the_spread(measured: pd.DataFrame) -> None:
+def test_diff_flags_only_beyond_the_spread_and_the_floor(measured: pd.DataFrame) -> None:
     shifted = measured.copy()
-    shifted["median"] = shifted["median"] + 0.5 * shifted["spread"]  # within noise everywhere
+    shifted["value"] = shifted["value"] + 0.5 * shifted["spread"]  # within noise everywhere
     assert not compare.diff(measured, shifted)["flagged"].any()
+    nudged = measured.assign(value=measured["value"] * (1 + compare.RELATIVE_FLOOR / 2), spread=0.0)
+    assert not compare.diff(nudged, measured.assign(spread=0.0))["flagged"].any()  # 1% off: under the floor
     moved = shifted.index[shifted["case"] == "ffma"]
-    shifted.loc[moved, "median"] += 1.0
+    shifted.loc[moved, "value"] += 1.0
     flagged = compare.diff(measured, shifted).query("flagged")
-    assert set(flagged["case"]) == {"ffma"} and len(flagged) == len(moved)
+    assert set(flagged["figure"].str.split().str[0]) == {"ffma"} and len(flagged) == len(moved)
 
 
 def test_coverage_accounts_for_every_planned_point() -> None:
@@ -66,26 +69,30 @@ def test_compare_cli_writes_the_paper_diff(tmp_path: Path) -> None:
                    "--categories", "latency", "--out", str(out))  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     rows = cells(out.read_text())
-    header = next(r for r in rows if r[:2] == ["category", "case"])
-    ffma = next(r for r in rows if r[1] == "ffma" and r[2] == "latency")
+    header = next(r for r in rows if r[:2] == ["category", "figure"])
+    ffma = next(r for r in rows if r[:2] == ["latency", "ffma latency"])
     record = dict(zip(header, ffma, strict=True))
-    assert record["median_b"] == "4.22" and record["flagged"] == "True"
+    assert record["value_b"] == "4.22" and record["flagged"] == "True" and record["status_a"] == "verified"
     missing = run_cli(sys.executable, "-m", "smdissect", "compare", "--a", str(tmp_path), "--out", str(out))
-    assert missing.returncode != 0 and missing.stderr.strip().endswith("run the pipeline for that GPU first")
+    assert missing.returncode != 0 and "holds no figures.parquet" in missing.stderr.strip().splitlines()[-1]
 
 
 def test_index_from_committed_tables(tmp_path: Path) -> None:
     out = tmp_path / "index.html"
     raw = [str(p) for p in sorted(RUN.rglob("raw.parquet"))]
+    figures = [str(p) for p in sorted(RUN.rglob("figures.parquet"))]
     proc = run_cli(sys.executable, "-m", "smdissect", "index", "--kernels", "kernels", "--gpu", "h200", "--out",
                    str(out), "--categories", "latency", "--archs", "sm_90a", "sm_120a", "--run-arch", "sm_90a",
-                   "--raw", *raw, "--skipped", "{}", "--provenance", "{}")  # fmt: skip
+                   "--raw", *raw, "--figures", *figures, "--skipped", "{}", "--provenance", "{}")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     page = out.read_text()
     assert "Instruction reference table" in page and "Cross-generation comparison" in page
+    assert "Headline figures" in page and "FFMA dependent latency" in page
     rows = cells(page)
-    ffma = next(r for r in rows if r[:3] == ["latency", "ffma", "fma.rn.f32"])  # the instruction table's row
-    assert ffma[3] == "fma" and abs(float(ffma[4]) - 4.04) < 0.01 and ffma[6].startswith("3.9")
+    header = next(r for r in rows if r[:3] == ["category", "case", "ptx"])
+    ffma = dict(zip(header, next(r for r in rows if r[:3] == ["latency", "ffma", "fma.rn.f32"]), strict=True))
+    assert ffma["pipe"] == "fma" and abs(float(ffma["latency (cycle)"]) - 4.04) < 0.01
+    assert ffma["peak (warp_inst/cycle/SM)"].startswith("3.9") and ffma["latency status"] == "verified"
     assert re.search(r"planned measurements .*missing: <b>\d+</b>", page)  # no status tables given: all missing
 
 

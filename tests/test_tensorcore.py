@@ -253,9 +253,12 @@ def test_committed_h200_tensor_figures() -> None:
     b1 = found["mma_b1_s32 peak flops"]
     assert b1.value == pytest.approx(2 * 16 * 8 * 256 * 4 / 6, rel=0.01)
     assert not [c for c in b1.checks if c.name == "bound"]
-    # the fp8 mma.sync whose HMMAs ptxas hoisted out of the timed loop: its latency and rate are contradicted
-    assert judge(found["mma_e4m3_f32 latency"].checks)[0] == "contradicted"
-    assert judge(found["mma_e4m3_f32 peak flops"].checks)[0] == "contradicted"
+    # fp8 mma.sync on sm_90a: converts and two HMMA per step, kept in the timed loop (session 5's kernel let ptxas
+    # hoist them and timed 4 FADDs: 4 cycles, 103% of the e4m3 peak); the f16 rate bounds it
+    fp8, f16 = found["mma_e4m3_f32 latency"], found["mma_f16_f32 latency"]
+    assert fp8.value > 2 * f16.value and judge(fp8.checks)[0] != "contradicted"
+    assert [c.verdict for c in found["mma_e4m3_f32 peak flops"].checks if c.name == "bound"] == ["agree"]
+    assert found["mma_e4m3_f32 peak flops"].value < 0.5 * found["mma_f16_f32 peak flops"].value
 
 
 def test_view_without_gpu_tables_says_so(compiled, tmp_path: Path) -> None:

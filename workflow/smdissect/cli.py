@@ -127,6 +127,18 @@ def cmd_figures(args: argparse.Namespace) -> None:
     pipeline.figures_table(Path(args.kernels), args.category, inputs, [Path(p) for p in args.refs], Path(args.out))
 
 
+def cmd_headlines(args: argparse.Namespace) -> None:
+    """Print the headline figures of a run's figures tables as the README's table, or write it into --readme."""
+    from . import headlines
+
+    figures = tables.read("figures", sorted(Path(args.tables).rglob("figures.parquet")))
+    block = headlines.markdown(headlines.table(figures, pipeline.reference(Path(args.kernels))), figures)
+    if args.readme:
+        headlines.update(Path(args.readme), block)
+    else:
+        print(block)
+
+
 def cmd_report(args: argparse.Namespace) -> None:
     """Write a category's HTML page."""
     kinds = ("raw", "status", "ncu", "stalls", "pipes", "crossval", "figures", "sass", "sass_checks", "controlcodes")
@@ -171,6 +183,7 @@ def parser() -> argparse.ArgumentParser:
                                                                             "listings"))],
         cmd_figures: ["kernels", "category", "out", *((k, many) for k in ("raw", "crossval", "sass_checks",
                                                                            "controlcodes", "refs"))],
+        cmd_headlines: ["tables", ("readme", {"default": ""}), ("kernels", {"default": "kernels"})],
         cmd_report: ["kernels", "category", "out", "skipped", "provenance",
                      *((k, many) for k in ("raw", "status", "ncu", "stalls", "pipes", "crossval", "figures", "sass",
                                                   "sass_checks", "controlcodes"))],

@@ -45,7 +45,8 @@ def against_paper(figures: pd.DataFrame, cases: list[catalog.Case], reference: p
         ref = refs.loc[f.paper]
         old = refs.loc[sm90_id(f.paper)] if sm90_id(f.paper) in refs.index else None
         rows.append({
-            "category": f.category, "figure": f.figure, "quantity": ref["quantity"], "measured": f.value,
+            "category": f.category, "figure": f.figure, "paper": f.paper, "quantity": ref["quantity"],
+            "measured": f.value,
             "unit": f.unit, "spread": f.spread, "status": f.status, "paper_sm120": float(ref["value"]),
             "ratio_sm120": f.value / float(ref["value"]),
             "paper_sm90": float(old["value"]) if old is not None else math.nan,

@@ -4,6 +4,7 @@ samples, each with how it was derived and a status from the checks that can fail
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +44,7 @@ class Figure:
     paper: str = ""
     checks: list[Check] = field(default_factory=list)
     companion: str = ""  # the metric at whose peak this figure was taken ({at: metric}): not a peak of its own
+    resolution: float = math.nan  # the smallest step its measurement resolves (a host timer's): no digit below it
 
 
 @dataclass(frozen=True)
@@ -152,16 +154,26 @@ def compute(
     figures += derived.figures(cases[0].category, frames, figures)
     by_id = {c.id: c for c in cases}
     known = others | {cases[0].category: figures}
-    claimed = {f.paper for f in figures if f.paper}  # paper figures a derived figure already stands for
+    stand_for_paper(figures, by_id)
     for f in figures:  # a deriver's own paper id, method and checks stand; the generic ones join them
         case = by_id[f.case]
-        headline = f.kind in ("point", "peak") and case.measures and f.metric == case.measures[0]
-        f.paper = f.paper or (case.paper if case.paper and headline and case.paper not in claimed else "")
         f.method = f.method or case.method
         f.checks = [*f.checks, *point_checks(f, case, frames, arch, gpu, by_point.get((f.case, f.metric), [])),
                     *reference_checks(f, case, known)]  # fmt: skip
     inherit(figures)
     return figures
+
+
+def stand_for_paper(figures: list[Figure], cases: dict[str, Case]) -> None:
+    """Give each case's paper figure to one figure of its first metric: the first derived one (a level, a figure
+    over the sweep), else its point or peak, else its first point of a sweep; a paper id a deriver set stands."""
+    claimed = {f.paper for f in figures if f.paper}
+    for case in (c for c in cases.values() if c.paper and c.paper not in claimed and c.measures):
+        mine = [f for f in figures if f.case == case.id and f.metric == case.measures[0]]
+        ranked = [f for kind in ("derived", "point", "peak", "each") for f in mine if f.kind == kind]
+        chosen = ranked[0] if ranked else None
+        if chosen is not None:
+            chosen.paper = case.paper
 
 
 def inherit(figures: list[Figure]) -> None:
@@ -183,7 +195,8 @@ def rows(figures: list[Figure], provenance: dict[str, Any]) -> list[dict[str, An
         out.append(provenance | {
             "case": f.case, "params": f.params, "figure": f.name, "metric": f.metric, "unit": f.unit,
             "kind": f.kind, "value": f.value, "spread": f.spread, "samples": f.samples, "derivation": f.derivation,
-            "points": json.dumps(list(f.points)), "method": f.method, "paper": f.paper, "status": status,
+            "points": json.dumps(list(f.points)), "method": f.method, "paper": f.paper, "resolution": f.resolution,
+            "status": status,
             "reason": reason, "checks": "; ".join(c.text() for c in f.checks),
         })  # fmt: skip
     return out

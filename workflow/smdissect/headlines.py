@@ -48,24 +48,28 @@ def table(figures: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
         hit = figures[(figures["category"] == category) & (figures["figure"] == name)]
         if hit.empty:
             rows.append({"quantity": label, "category": category, "figure": name, "value": math.nan, "unit": "",
-                         "spread": math.nan, "status": "missing", "reason": "not in this run's figures",
-                         "at": "", "paper_sm120": math.nan})  # fmt: skip
+                         "spread": math.nan, "resolution": math.nan, "status": "missing",
+                         "reason": "not in this run's figures", "at": "", "paper_sm120": math.nan})  # fmt: skip
             continue
         f = hit.iloc[0]
         rows.append({"quantity": label, "category": category, "figure": name, "value": float(f["value"]),
-                     "unit": f["unit"], "spread": float(f["spread"]), "status": f["status"], "reason": f["reason"],
+                     "unit": f["unit"], "spread": float(f["spread"]), "resolution": float(f["resolution"]),
+                     "status": f["status"], "reason": f["reason"],
                      "at": point_text(f["params"]), "paper_sm120": refs.get(f["paper"], math.nan)})  # fmt: skip
     return pd.DataFrame(rows)
 
 
-def markdown(rows: pd.DataFrame) -> str:
-    """The headline table as the README shows it."""
-    from .report import number, share
+def markdown(rows: pd.DataFrame, figures: pd.DataFrame) -> str:
+    """The headline table as the README shows it, after the run's figure counts by status."""
+    from .report import number, share, status_counts
 
-    lines = ["| quantity | measured | spread | status | paper, RTX PRO 5000 (sm_120, another GPU) |",
+    counts = ", ".join(f"{n:,} {s}" for s, n in status_counts(figures).items())
+    lines = [f"{len(figures):,} figures: {counts}.", "",
+             "| quantity | measured | spread | status | paper, RTX PRO 5000 (sm_120, another GPU) |",
              "| --- | --- | --- | --- | --- |"]  # fmt: skip
     for r in rows.itertuples(index=False):
-        value = f"{number(r.value)} {r.unit}".strip() if not math.isnan(r.value) else "not measured"
+        value = f"{number(r.value, resolution=r.resolution)} {r.unit}".strip() if not math.isnan(r.value) else \
+            "not measured"
         paper = number(r.paper_sm120) if not math.isnan(r.paper_sm120) else ""
         lines.append(f"| {r.quantity} | {value} | {share(r.spread, r.value)} | {r.status} | {paper} |")
     return "\n".join(lines)

@@ -16,6 +16,11 @@ REFERENCE = "reference/seed_sm120.csv"
 ROOT = Path(__file__).resolve().parents[2]  # the checkout: its git commit is every row's `commit`
 
 
+def reference(kernels: Path) -> pd.DataFrame:
+    """The paper's published figures (reference/seed_sm120.csv beside the kernels folder)."""
+    return pd.read_csv(kernels.parent / REFERENCE)
+
+
 def family_cases(kernels: Path, category: str, family: str) -> list[catalog.Case]:
     """The manifest entries that live in one .cu file."""
     cases = catalog.families(catalog.load(kernels, category)).get(family)
@@ -188,7 +193,7 @@ def report_page(
         [{"case": c.id, "ptx": c.ptx, "pipe": c.pipe or "", "kind": c.kind, "measures": ", ".join(c.measures)}
          for c in cases]
     )  # fmt: skip
-    reference = pd.read_csv(kernels.parent / REFERENCE)
+    published = reference(kernels)
     if "raw" in frames:
         paper = {c.id: c.paper for c in cases}  # a case's paper figure is of its first measured metric
         first_metric = {c.id: c.measures[0] for c in cases}
@@ -196,7 +201,7 @@ def report_page(
         raw["paper_ref"] = raw.case.map(paper).where(raw.metric == raw.case.map(first_metric))
         provenance = raw_provenance(frames["raw"]) | provenance
     title = catalog.title(kernels, category)
-    report.render_category(out, category, title, frames, skipped, provenance, reference)
+    report.render_category(out, category, title, frames, skipped, provenance, published)
 
 
 def raw_provenance(raw: pd.DataFrame) -> dict[str, str]:
@@ -216,12 +221,12 @@ def index_page(
 ) -> None:  # fmt: skip
     """The index of one GPU's reports: categories with verdicts and coverage, the paper's key tables from the
     measured data beside its sm_120 and sm_90 figures, and every planned point not measured."""
-    from . import compare, coverage, report
+    from . import compare, coverage, headlines, report
 
     cases = catalog.load_all(kernels, categories)
     frames = {kind: tables.read(kind, inputs.get(kind, [])) for kind in ("raw", "status", "crossval", "figures")}
     figures = frames["figures"]
-    reference = pd.read_csv(kernels.parent / REFERENCE)
+    published = reference(kernels)
     cov = coverage.coverage(cases, archs, run_arch, frames["status"], skipped.get("run", "not run"))
     pages = [
         {
@@ -234,10 +239,11 @@ def index_page(
         }
         for category in categories
     ]
-    paper = compare.against_paper(figures, cases, reference)
+    paper = compare.against_paper(figures, cases, published)
     provenance = (raw_provenance(frames["raw"]) if len(frames["raw"]) else {}) | provenance
     report.render_index(out, gpu, pages, provenance, skipped, paper, compare.instructions(figures, cases),
-                        coverage.counts(cov), coverage.not_measured(cov))  # fmt: skip
+                        coverage.counts(cov), coverage.not_measured(cov),
+                        headlines.table(figures, published))  # fmt: skip
 
 
 def compare_page(a: Path, b: str, kernels: Path, categories: list[str], out: Path) -> None:
@@ -247,7 +253,7 @@ def compare_page(a: Path, b: str, kernels: Path, categories: list[str], out: Pat
     left = compare.result_set(a)
     if b == compare.PAPER:
         cases = catalog.load_all(kernels, categories)
-        right = compare.paper_set(cases, pd.read_csv(kernels.parent / REFERENCE), left)
+        right = compare.paper_set(cases, reference(kernels), left)
     else:
         right = compare.result_set(Path(b))
     names = (_set_name(left, a), "seed paper sm_120 (RTX PRO 5000)" if b == compare.PAPER else _set_name(right, b))

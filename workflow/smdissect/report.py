@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import importlib
 import json
+import math
 import numbers
 from collections.abc import Callable
 from pathlib import Path
@@ -193,11 +194,14 @@ def _medians(raw: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
     return summary.sort_values(["case", "metric", "params"])
 
 
-def number(value: float, digits: int = 4) -> str:
+def number(value: float, digits: int = 4, resolution: float = math.nan) -> str:
     """A figure as a person writes it: `digits` significant figures (4.000, 23.00, 0.5000), whole numbers beyond
-    them (43167), an exponent only outside 1e-3 .. 1e7."""
+    them (43167), an exponent only outside 1e-3 .. 1e7; to the decimal of its `resolution` where it has one (a
+    host timer's 0.01 us: 0.40)."""
     if value is None or pd.isna(value):
         return ""
+    if resolution and not math.isnan(resolution):
+        return f"{value:.{max(0, -math.floor(math.log10(resolution)))}f}"
     if value != 0 and not 1e-3 <= abs(value) < 1e7:
         return f"{value:.{digits - 1}e}"
     if abs(value) >= 10**digits:
@@ -210,7 +214,9 @@ def share(spread: float, value: float) -> str:
     if spread is None or value is None or pd.isna(spread) or pd.isna(value) or not value:
         return ""
     pct = 100 * spread / abs(value)
-    return "0%" if pct == 0 else f"{pct:.2g}%" if pct < 10 else f"{pct:.0f}%"
+    if pct == 0:
+        return "0%"
+    return "<0.01%" if pct < 0.01 else f"{pct:.2g}%" if pct < 10 else f"{pct:.0f}%"
 
 
 def badge(status: str) -> str:
@@ -235,12 +241,22 @@ def figure_rows(figures: pd.DataFrame, columns: tuple[str, ...] = ("figure", "va
                                                                     "reason", "method")) -> pd.DataFrame:  # fmt: skip
     """Figures as display rows: value to 4 significant figures, spread as a share, the status as a badge."""
     out = pd.DataFrame({
-        "figure": figures["figure"], "value": figures["value"].map(number), "unit": figures["unit"],
+        "figure": figures["figure"], "unit": figures["unit"],
+        "value": [number(v, resolution=r) for v, r in zip(figures["value"], figures["resolution"], strict=True)],
         "spread": [share(s, v) for s, v in zip(figures["spread"], figures["value"], strict=True)],
         "status": figures["status"].map(badge), "reason": figures["reason"], "method": figures["method"],
         "derivation": figures["derivation"], "checks": figures["checks"], "case": figures["case"],
     })  # fmt: skip
     return out[list(columns)]
+
+
+def not_measured(frames: dict[str, pd.DataFrame], cases: list[str]) -> str:
+    """The planned points of `cases` that were static or failed, with the reason ('' where all were measured)."""
+    status = frames.get("status")
+    if status is None or status.empty:
+        return ""
+    rest = status[status["case"].isin(cases) & (status["status"] != "measured")]
+    return table(rest[["case", "params", "status", "reason"]]) if len(rest) else ""
 
 
 def figures_of(frames: dict[str, pd.DataFrame], cases: tuple[str, ...] = (), metrics: tuple[str, ...] = (),
@@ -461,6 +477,7 @@ def render_category(
 def render_index(
     out: Path, gpu: str, pages: list[dict[str, object]], provenance: dict[str, str], skipped: dict[str, str],
     paper: pd.DataFrame, instructions: pd.DataFrame, coverage: pd.DataFrame, not_measured: pd.DataFrame,
+    headlines: pd.DataFrame,
 ) -> None:  # fmt: skip
     """Write the index page: categories, the paper's key tables regenerated from the data, coverage."""
     from .coverage import STATES
@@ -479,10 +496,10 @@ def render_index(
     title = f"smdissect — {gpu}"
     total = coverage[list(STATES)].sum() if len(coverage) else pd.Series(0, index=list(STATES))
     planned = int(total.sum())
-    share = 100 * int(total["measured"] + total["static-only"]) / max(planned, 1)
+    covered = 100 * int(total["measured"] + total["static-only"]) / max(planned, 1)
     summary = (f"<p>{planned} planned measurements (case x parameter point x arch): "
                + " &middot; ".join(f"{s}: <b>{int(total[s])}</b>" for s in STATES)
-               + f" &middot; covered (measured or static-only): <b>{share:.1f}%</b></p>")  # fmt: skip
+               + f" &middot; covered (measured or static-only): <b>{covered:.1f}%</b></p>")  # fmt: skip
     key = {
         "Instruction reference table": instructions,
         "Measured against the paper (sm_120 figure and sm_90 column)": paper,
@@ -493,8 +510,15 @@ def render_index(
                           for name, df in key.items())  # fmt: skip
     links = '<p><a href="compare-paper.html">Every quantity against the paper (diff page)</a></p>'
     skipped_box = _header(title, "index", provenance, skipped)
+    heads = headlines.assign(value=[number(v, resolution=r) for v, r in zip(headlines["value"],
+                                    headlines["resolution"], strict=True)], spread=[
+        share(sp, v) for sp, v in zip(headlines["spread"], headlines["value"], strict=True)],
+        status=headlines["status"].map(badge), paper_sm120=headlines["paper_sm120"].map(number))
+    heads = heads.rename(columns={"paper_sm120": "paper (RTX PRO 5000, another GPU)"})
+    headline = table(heads.drop(columns=["figure", "resolution"]), raw=("status",)) if len(heads) else empty(
+        "no figures")  # fmt: skip
     body = "".join([
-        skipped_box, links, _section("Categories", listing), tables_html,
+        skipped_box, links, _section("Headline figures", headline), _section("Categories", listing), tables_html,
         _section("Coverage", summary + table(coverage) if len(coverage) else empty("nothing planned")),
         _section("Planned points not measured", table(not_measured) if len(not_measured) else empty("none")),
     ])  # fmt: skip

@@ -125,6 +125,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("points", pa.string()),
             ("method", pa.string()),
             ("paper", pa.string()),
+            ("resolution", pa.float64()),  # the smallest step the measurement resolves (NaN: its own digits)
             ("status", pa.string()),
             ("reason", pa.string()),
             ("checks", pa.string()),

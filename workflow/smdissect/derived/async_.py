@@ -176,10 +176,4 @@ def slopes(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
     return s.keep(out)
 
 
-def figures(frames: dict[str, pd.DataFrame], generic: list[Figure]) -> list[Figure]:
-    """Every derived figure of the async category."""
-    raw = frames.get("raw")
-    if raw is None or raw.empty:
-        return []
-    methods = {f.case: f.method for f in generic}
-    return versus_ldg(raw, methods) + knees(raw, methods) + hints(raw, methods) + slopes(raw, methods)
+figures = s.of_parts(versus_ldg, knees, hints, slopes)  # every derived figure of the async category

@@ -236,10 +236,4 @@ def placement(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
     return out
 
 
-def figures(frames: dict[str, pd.DataFrame], generic: list[Figure]) -> list[Figure]:
-    """Every derived figure of the cluster category."""
-    raw = frames.get("raw")
-    if raw is None or raw.empty:
-        return []
-    methods = {f.case: f.method for f in generic}
-    return barriers(raw, methods) + dsmem(raw, methods) + pingpong(raw, methods) + placement(raw, methods)
+figures = s.of_parts(barriers, dsmem, pingpong, placement)  # every derived figure of the cluster category

@@ -82,6 +82,7 @@ def gaps(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
                 if fig is None:
                     continue
                 fig.value, fig.spread = rounded(fig.value, digit), rounded(fig.spread, digit)
+                fig.resolution = digit if digit else math.nan
                 out.append(fig)
                 if metric == "dependent_gap":
                     longest[(case, ctas)] = (kernels, params, values)
@@ -95,6 +96,7 @@ def gaps(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
                      methods.get(case, ""), params)  # fmt: skip
         if fig is not None:
             fig.value, fig.spread = rounded(fig.value, digit), rounded(fig.spread, digit)
+            fig.resolution = digit if digit else math.nan
             out.append(fig)
     return out
 
@@ -137,10 +139,4 @@ def host_link(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
     return s.keep(out)
 
 
-def figures(frames: dict[str, pd.DataFrame], generic: list[Figure]) -> list[Figure]:
-    """Every derived figure of the launch category."""
-    raw = frames.get("raw")
-    if raw is None or raw.empty:
-        return []
-    methods = {f.case: f.method for f in generic}
-    return gaps(raw, methods) + host_link(raw, methods)
+figures = s.of_parts(gaps, host_link)  # every derived figure of the launch category

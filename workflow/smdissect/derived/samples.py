@@ -15,6 +15,21 @@ from .. import archs
 from ..figures import Figure
 from ..tables import point_text
 
+Part = Callable[[pd.DataFrame, dict[str, str]], list[Figure]]
+
+
+def of_parts(*parts: Part) -> Callable[[dict[str, pd.DataFrame], list[Figure]], list[Figure]]:
+    """A category's deriver made of parts, each given the raw table and each case's method (none without raw)."""
+
+    def derive(frames: dict[str, pd.DataFrame], generic: list[Figure]) -> list[Figure]:
+        raw = frames.get("raw")
+        if raw is None or raw.empty:
+            return []
+        methods = {f.case: f.method for f in generic}
+        return [f for part in parts for f in part(raw, methods)]
+
+    return derive
+
 
 def samples(raw: pd.DataFrame, case: str, metric: str, params: str) -> np.ndarray:
     """Every sample of one metric of a case at one point (canonical-JSON params), in run order."""

@@ -19,15 +19,6 @@ PLACEMENT = ["max_active_clusters", "active_sms", "smid_span", "groups_all_launc
 COLUMNS = ("figure", "value", "unit", "spread", "status", "reason")
 
 
-def _not_measured(frames: dict[str, pd.DataFrame], cases: list[str]) -> str:
-    """The planned points of `cases` that were static or failed, with the reason (e.g. a refused cluster size)."""
-    status = frames.get("status")
-    if status is None or status.empty:
-        return ""
-    rest = status[status["case"].isin(cases) & (status["status"] != "measured")]
-    return report.table(rest[["case", "params", "status", "reason"]]) if len(rest) else ""
-
-
 def _figures(frames: dict[str, pd.DataFrame], cases: list[str], metrics: tuple[str, ...] = (),
              columns: tuple[str, ...] = COLUMNS) -> str:  # fmt: skip
     figs = report.figures_of(frames, cases=tuple(cases), metrics=metrics)
@@ -39,7 +30,7 @@ def _barrier(frames: dict[str, pd.DataFrame]) -> str:
     data = report.points(frames.get("raw"), list(BARRIERS), "latency", ["cluster"])
     figs = _figures(frames, list(BARRIERS), columns=(*COLUMNS, "derivation"))
     if data.empty and not figs:
-        return report.empty("no cluster barrier measurements") + _not_measured(frames, list(BARRIERS))
+        return report.empty("no cluster barrier measurements") + report.not_measured(frames, list(BARRIERS))
     chart = ""
     if not data.empty:
         chart = report.svg(
@@ -52,7 +43,7 @@ def _barrier(frames: dict[str, pd.DataFrame]) -> str:
             )
             .properties(width=480, height=260)
         )
-    return chart + figs + _not_measured(frames, list(BARRIERS))
+    return chart + figs + report.not_measured(frames, list(BARRIERS))
 
 
 def _dsmem(frames: dict[str, pd.DataFrame]) -> str:
@@ -92,7 +83,7 @@ def _dsmem(frames: dict[str, pd.DataFrame]) -> str:
         )
         out += report.svg(chart)
     out += "<h3>Bandwidth: DSMEM against local</h3>" + _figures(frames, list(STREAMS))
-    return out + _not_measured(frames, [*CHASES, *STREAMS])
+    return out + report.not_measured(frames, [*CHASES, *STREAMS])
 
 
 def _pingpong(frames: dict[str, pd.DataFrame]) -> str:
@@ -100,7 +91,7 @@ def _pingpong(frames: dict[str, pd.DataFrame]) -> str:
     pairs = report.points(frames.get("raw"), ["sm_pingpong"], "round_trip", ["sm_a", "sm_b"])
     figs = report.figures_of(frames, cases=("sm_pingpong",))
     if pairs.empty and figs.empty:
-        return report.empty("no SM-pair ping-pong measurements") + _not_measured(frames, ["sm_pingpong"])
+        return report.empty("no SM-pair ping-pong measurements") + report.not_measured(frames, ["sm_pingpong"])
     heat = ""
     if not pairs.empty:
         heat = report.svg(
@@ -120,7 +111,7 @@ def _pingpong(frames: dict[str, pd.DataFrame]) -> str:
         "cut separates two clusters (the derivation gives the test's numbers)"
     )
     table = report.figure_table(figs, (*COLUMNS, "derivation")) if len(figs) else ""
-    return heat + note + table + _not_measured(frames, ["sm_pingpong"])
+    return heat + note + table + report.not_measured(frames, ["sm_pingpong"])
 
 
 def sm_ranges(sms: list[int]) -> str:
@@ -138,7 +129,7 @@ def _placement(frames: dict[str, pd.DataFrame]) -> str:
     raw = frames.get("raw")
     figs = report.figures_of(frames, cases=("cluster_placement",), metrics=tuple(PLACEMENT))
     if figs.empty:
-        return report.empty("no cluster placement measurements") + _not_measured(frames, ["cluster_placement"])
+        return report.empty("no cluster placement measurements") + report.not_measured(frames, ["cluster_placement"])
     out = report.figure_table(figs, COLUMNS)
     maps = report.points(raw, ["cluster_placement"], "group_of_sm", ["cluster"])
     if len(maps):
@@ -149,7 +140,7 @@ def _placement(frames: dict[str, pd.DataFrame]) -> str:
             f"SMs linked by sharing a cluster (over all launches) at {int(largest['cluster'])} CTAs per cluster, one "
             "CTA per SM: a cluster never leaves its GPC, so each group lies within one GPC (pairs: within a TPC)"
         ) + (report.table(listing) if len(listing) else "")
-    return out + _not_measured(frames, ["cluster_placement"])
+    return out + report.not_measured(frames, ["cluster_placement"])
 
 
 def sections(frames: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:

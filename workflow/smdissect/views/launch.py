@@ -16,15 +16,6 @@ COLUMNS = ("figure", "value", "unit", "spread", "status", "reason")
 HOST = {**{c: label for c, (label, _) in DIRECTIONS.items()}, "h2d_pageable": "H2D pageable"}
 
 
-def _not_measured(frames: dict[str, pd.DataFrame], cases: list[str]) -> str:
-    """The planned points of `cases` that were static or failed, with the reason."""
-    status = frames.get("status")
-    if status is None or status.empty:
-        return ""
-    rest = status[status["case"].isin(cases) & (status["status"] != "measured")]
-    return report.table(rest[["case", "params", "status", "reason"]]) if len(rest) else ""
-
-
 def timer_table(figs: pd.DataFrame, step_ns: float | None) -> str:
     """Gap figures with value and spread printed to the digit the timer has (0.01 us for 32 ns steps), not the four
     significant figures of report.number."""
@@ -94,7 +85,7 @@ def _clc(frames: dict[str, pd.DataFrame]) -> str:
         return report.empty(
             "no cluster-launch-control measurements: clusterlaunchcontrol needs sm_100 or newer (a static row on "
             "older GPUs; its SASS is still checked)"
-        ) + _not_measured(frames, ["clc_try_cancel"])
+        ) + report.not_measured(frames, ["clc_try_cancel"])
     return report.figure_table(figs, COLUMNS)
 
 
