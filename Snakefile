@@ -1,8 +1,11 @@
 """smdissect: build, SASS-check, time, profile, parse, cross-validate and report GPU microbenchmarks."""
 
+import shlex
 import sys
 from pathlib import Path
 from types import SimpleNamespace
+
+from snakemake.settings.types import DeploymentMethod
 
 ROOT = Path(workflow.basedir)
 sys.path.insert(0, str(ROOT / "workflow"))
@@ -26,8 +29,13 @@ except SmdissectError as err:
     sys.exit(f"smdissect: {err}")
 smd_plan.announce(PLAN)
 
-# Jobs run `python3 -m smdissect`: the installed package, else the one in workflow/.
-shell.prefix(f"export PYTHONPATH={ROOT / 'workflow'}:${{{{PYTHONPATH:-}}}}; ")
+# Jobs run `smdissect <stage>`: this package (the one in workflow/ first) under the interpreter running this workflow
+# (a venv's works unactivated), or the conda env's python with --software-deployment-method conda.
+PYTHON = "python" if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method else sys.executable
+shell.prefix(
+    f"export PYTHONPATH={ROOT / 'workflow'}:${{{{PYTHONPATH:-}}}}; "
+    f'smdissect() ( exec {shlex.quote(PYTHON)} -m smdissect "$@" ); '
+)
 S = PLAN.settings
 GPUS = PLAN.folders  # results/<gpu>/ folders: one, or one per GPU with device: all or per cluster GPU model
 HEADERS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "kernels" / "common").glob("*.cuh"))

@@ -16,7 +16,9 @@ rule build:
         "benchmarks/build/{arch}/{category}/{family}.tsv"
     log:
         "logs/build/{arch}/{category}/{family}.log",
+    conda:
+        ENV
     shell:
-        "python3 -m smdissect build --source {input.source} --binary {output.binary} --listing {output.listing}"
+        "smdissect build --source {input.source} --binary {output.binary} --listing {output.listing}"
         " --arch {wildcards.arch} --include kernels/common --nvcc {params.nvcc} --flags={params.flags:q}"
         " 2> {log} || (cat {log} >&2; exit 1)"

@@ -1,5 +1,7 @@
-# Input functions shared by the rules.
+# Input functions shared by the rules, and the software environment of every job.
 import json
+
+ENV = "../workflow/envs/smdissect.yaml"  # with --software-deployment-method conda (ncu and the driver stay the host's)
 
 
 def family_files(pattern, profiled=False):

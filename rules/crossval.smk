@@ -13,7 +13,9 @@ rule crossval:
         "benchmarks/crossval/{gpu}/{arch}/{category}.tsv"
     log:
         "logs/crossval/{gpu}/{arch}/{category}.log",
+    conda:
+        ENV
     shell:
-        "python3 -m smdissect crossval --kernels kernels --category {wildcards.category} --out {output}"
+        "smdissect crossval --kernels kernels --category {wildcards.category} --out {output}"
         " --raw {input.raw} --ncu {input.ncu} --stalls {input.stalls} --sass-checks {input.sass_checks}"
         " --listings {input.listings} 2> {log} || (cat {log} >&2; exit 1)"

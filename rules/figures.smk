@@ -13,8 +13,10 @@ rule figures:
         "benchmarks/figures/{gpu}/{arch}/{category}.tsv"
     log:
         "logs/figures/{gpu}/{arch}/{category}.log",
+    conda:
+        ENV
     shell:
-        "python3 -m smdissect figures --kernels kernels --category {wildcards.category} --out {output}"
+        "smdissect figures --kernels kernels --category {wildcards.category} --out {output}"
         " --raw {input.raw} --crossval {input.crossval} --sass-checks {input.sass_checks}"
         " --controlcodes {input.controlcodes} --refs {input.refs}"
         " 2> {log} || (cat {log} >&2; exit 1)"

@@ -11,6 +11,8 @@ rule parse:
         "benchmarks/parse/{gpu}/{arch}/{category}/{family}.tsv"
     log:
         "logs/parse/{gpu}/{arch}/{category}/{family}.log",
+    conda:
+        ENV
     shell:
-        "python3 -m smdissect parse --report {input.report} --meta {input.meta} --out-ncu {output.ncu}"
+        "smdissect parse --report {input.report} --meta {input.meta} --out-ncu {output.ncu}"
         " --out-stalls {output.stalls} --out-pipes {output.pipes} 2> {log} || (cat {log} >&2; exit 1)"

@@ -18,8 +18,10 @@ rule profile:
         "benchmarks/profile/{gpu}/{arch}/{category}/{family}.tsv"
     log:
         "logs/profile/{gpu}/{arch}/{category}/{family}.log",
+    conda:
+        ENV
     shell:
-        "python3 -m smdissect profile --binary {input.binary} --arch {wildcards.arch} --cuda {params.toolchain}"
+        "smdissect profile --binary {input.binary} --arch {wildcards.arch} --cuda {params.toolchain}"
         " --ncu {params.ncu} --report {output.report} --meta {output.meta} --kernels kernels"
         " --category {wildcards.category} --family {wildcards.family} --device {params.device}"
         " --ncu-version {params.ncu_version:q}"

@@ -14,11 +14,15 @@ rule report:
             for t in ("raw", "status", "ncu", "stalls", "pipes", "crossval", "figures", "sass", "sass_checks", "controlcodes")
             if t in input.keys()
         ),
+        categories=" ".join(PLAN.families),
     log:
         "logs/report/{gpu}/{category}.log",
+    conda:
+        ENV
     shell:
-        "python3 -m smdissect report --kernels kernels --category {wildcards.category} --out {output}"
+        "smdissect report --kernels kernels --category {wildcards.category} --out {output}"
         " --skipped {params.skipped:q} --provenance {params.provenance:q} {params.tables}"
+        " --categories {params.categories}"
         " 2> {log} || (cat {log} >&2; exit 1)"
 
 
@@ -27,7 +31,6 @@ rule index:
         pages=expand("reports/{{gpu}}/{category}.html", category=PLAN.families),
         raw=lambda wildcards: gpu_tables("raw", wildcards.gpu),
         status=lambda wildcards: gpu_tables("status", wildcards.gpu),
-        crossval=lambda wildcards: category_table("crossval", wildcards.gpu),
         figures=lambda wildcards: category_table("figures", wildcards.gpu),
         reference="reference/seed_sm120.csv",
     output:
@@ -40,10 +43,12 @@ rule index:
         run_arch=lambda wildcards: PLAN.arch_of.get(wildcards.gpu, ""),
     log:
         "logs/report/{gpu}/index.log",
+    conda:
+        ENV
     shell:
-        "python3 -m smdissect index --kernels kernels --gpu {wildcards.gpu} --out {output}"
+        "smdissect index --kernels kernels --gpu {wildcards.gpu} --out {output}"
         " --categories {params.categories} --archs {params.archs} --run-arch={params.run_arch:q}"
-        " --raw {input.raw} --status {input.status} --crossval {input.crossval} --figures {input.figures}"
+        " --raw {input.raw} --status {input.status} --figures {input.figures}"
         " --skipped {params.skipped:q} --provenance {params.provenance:q} 2> {log} || (cat {log} >&2; exit 1)"
 
 
@@ -59,8 +64,10 @@ rule compare_paper:
         categories=" ".join(PLAN.families),
     log:
         "logs/report/{gpu}/compare-paper.log",
+    conda:
+        ENV
     shell:
-        "python3 -m smdissect compare --a results/{wildcards.gpu} --b paper --categories {params.categories}"
+        "smdissect compare --a results/{wildcards.gpu} --b paper --categories {params.categories}"
         " --out {output} 2> {log} || (cat {log} >&2; exit 1)"
 
 
@@ -74,8 +81,10 @@ rule gpus:
         folders=" ".join(f"results/{g}" for g in GPUS),
     log:
         "logs/report/gpus.log",
+    conda:
+        ENV
     shell:
-        "python3 -m smdissect gpus --folders {params.folders} --out {output} 2> {log} || (cat {log} >&2; exit 1)"
+        "smdissect gpus --folders {params.folders} --out {output} 2> {log} || (cat {log} >&2; exit 1)"
 
 
 rule compare:
@@ -86,6 +95,8 @@ rule compare:
         "reports/compare/{a}-vs-{b}.html",
     log:
         "logs/report/compare/{a}-vs-{b}.log",
+    conda:
+        ENV
     shell:
-        "python3 -m smdissect compare --a results/{wildcards.a} --b results/{wildcards.b} --out {output}"
+        "smdissect compare --a results/{wildcards.a} --b results/{wildcards.b} --out {output}"
         " 2> {log} || (cat {log} >&2; exit 1)"

@@ -17,7 +17,9 @@ rule run:
         "benchmarks/run/{gpu}/{arch}/{category}/{family}.tsv"
     log:
         "logs/run/{gpu}/{arch}/{category}/{family}.log",
+    conda:
+        ENV
     shell:
-        "python3 -m smdissect run --binary {input.binary} --arch {wildcards.arch} --cuda {params.toolchain}"
+        "smdissect run --binary {input.binary} --arch {wildcards.arch} --cuda {params.toolchain}"
         " --out {output.raw} --out-status {output.status} --kernels kernels --category {wildcards.category} --family {wildcards.family}"
         " --repeats {params.repeats} --device {params.device} 2> {log} || (cat {log} >&2; exit 1)"

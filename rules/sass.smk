@@ -14,7 +14,9 @@ rule sass:
         "benchmarks/sass/{arch}/{category}/{family}.tsv"
     log:
         "logs/sass/{arch}/{category}/{family}.log",
+    conda:
+        ENV
     shell:
-        "python3 -m smdissect sass --binary {input.binary} --listing {input.listing} --arch {wildcards.arch}"
+        "smdissect sass --binary {input.binary} --listing {input.listing} --arch {wildcards.arch}"
         " --cuda {params.toolchain} --out-sass {output.sass} --out-checks {output.checks} --out-controls {output.controls} --kernels kernels"
         " --category {wildcards.category} --family {wildcards.family} 2> {log} || (cat {log} >&2; exit 1)"

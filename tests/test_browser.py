@@ -1,4 +1,6 @@
-"""The committed pages in a real headless Chromium: each loads offline, every chart renders, no console error."""
+"""Every committed page in a real headless Chromium, offline: it loads without a console error, every chart renders
+with a readable legend, the header links the index and every category, the findings fit on a screen, and no raw
+JSON parameter or machine path reaches the text."""
 
 from __future__ import annotations
 
@@ -12,22 +14,37 @@ import pytest
 from conftest import ROOT
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-PAGES = sorted((ROOT / "reports" / "h200").glob("*.html"))
+REPORTS = ROOT / "reports"
+COMMITTED = subprocess.run(["git", "ls-files", "reports"], capture_output=True, text=True, cwd=ROOT).stdout.split()
+PAGES = sorted(ROOT / p for p in COMMITTED if p.endswith(".html"))  # a run's own pages, not a local run's
+CATEGORIES = sorted(p.parent.name for p in (ROOT / "kernels").glob("*/cases.yaml"))
+MAX_BYTES = 1_500_000
+MAX_LEGEND = 10  # series one legend may name
+FINDINGS_PX = 1600  # the findings (or the index's headline table) fit in about two screens at 1400 px wide
+WIDTH = 1400
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (apt install chromium; .ci/run installs it)")
 
-# Appended to a copy of each page: after layout, measure every chart and record errors into the title,
-# which --dump-dom prints. Scripts, fonts and images from the network are blocked by the flags below.
+# Appended to a copy of each page: after layout, measure every chart and the findings, collect the header's links,
+# the text and any error, and write them into the title, which --dump-dom prints. The flags below block the network.
 PROBE = """<script>
 window.__errors = [];
 window.addEventListener('error', e => window.__errors.push(String(e.message || e.type)));
 window.addEventListener('load', () => {
   const charts = [...document.querySelectorAll('.chart svg, canvas')].map(el => {
     const r = el.getBoundingClientRect();
-    return {w: r.width, h: r.height, marks: el.querySelectorAll('path, rect, circle, text, line').length};
+    const legends = [...el.querySelectorAll('g.role-legend')].map(g => ({
+      symbols: g.querySelectorAll('.role-legend-symbol path').length,
+      labels: [...g.querySelectorAll('.role-legend-label text')].map(t => t.textContent)}));
+    return {w: r.width, h: r.height, marks: el.querySelectorAll('path, rect, circle, text, line').length, legends};
   });
   const remote = [...document.querySelectorAll('[src], link[href]')].map(e => e.getAttribute('src') ||
     e.getAttribute('href')).filter(u => /^(https?:)?\\/\\//.test(u));
-  document.title = 'PROBE' + JSON.stringify({charts, remote, errors: window.__errors});
+  const nav = [...document.querySelectorAll('header.nav a, header.nav b')].map(a =>
+    ({name: a.textContent, href: a.getAttribute('href')}));
+  const first = document.querySelector('section#findings, section#headline-figures');
+  const findings = first ? first.getBoundingClientRect().height : -1;
+  const text = document.body.textContent;
+  document.title = 'PROBE' + JSON.stringify({charts, remote, nav, findings, text, errors: window.__errors});
 });
 </script>"""
 
@@ -36,33 +53,69 @@ def browse(page: Path, tmp_path: Path, *flags: str) -> subprocess.CompletedProce
     """Chromium, headless and offline, on a file; its stdout and stderr (console lines) as text."""
     argv = [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
             f"--user-data-dir={tmp_path / 'profile'}", "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
-            "--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000", *flags, page.as_uri()]  # fmt: skip
+            "--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000", f"--window-size={WIDTH},1000", *flags,
+            page.as_uri()]  # fmt: skip
     return subprocess.run(argv, capture_output=True, text=True, timeout=120)
 
 
-def test_the_committed_run_has_pages() -> None:
-    assert {p.name for p in PAGES} >= {"index.html", "latency.html"}
-
-
-@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
-def test_page_loads_offline_and_every_chart_renders(page: Path, tmp_path: Path) -> None:
-    probed = tmp_path / page.name
+def probe(page: Path, tmp_path: Path) -> tuple[dict, str]:
+    """What the probe found in `page` (a copy beside the original, so relative links resolve), and Chromium's
+    stderr."""
+    probed = page.with_name(f".probe-{page.name}")
     probed.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
-    proc = browse(probed, tmp_path, "--dump-dom")
+    try:
+        proc = browse(probed, tmp_path, "--dump-dom")
+    finally:
+        probed.unlink()
     title = re.search(r"<title>PROBE(.*?)</title>", proc.stdout, flags=re.S)
     assert title, f"the probe did not run in {page.name}: {proc.stderr[-1500:]}"
-    found = json.loads(title.group(1).replace("&quot;", '"').replace("&amp;", "&"))
-    assert not found["errors"] and not found["remote"], found
-    console = [ln for ln in proc.stderr.splitlines() if "CONSOLE" in ln and "PROBE" not in ln]
+    return json.loads(title.group(1).replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">")
+                      .replace("&amp;", "&")), proc.stderr  # fmt: skip
+
+
+def test_the_committed_runs_have_pages() -> None:
+    assert {"h200/index.html", "h200/latency.html", "h200x2/gpus.html"} <= {str(p.relative_to(REPORTS)) for p in PAGES}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(REPORTS)) for p in PAGES])
+def test_page_reads_in_a_browser(page: Path, tmp_path: Path) -> None:
+    assert page.stat().st_size < MAX_BYTES, f"{page.name}: {page.stat().st_size:,} bytes (at most {MAX_BYTES:,})"
+    found, stderr = probe(page, tmp_path)
+    assert not found["errors"] and not found["remote"], found["errors"] + found["remote"]
+    console = [ln for ln in stderr.splitlines() if "CONSOLE" in ln and "PROBE" not in ln]
     assert not console, console
-    expected = page.read_text().count('<div class="chart">')
-    assert len(found["charts"]) >= expected
+    # the header: the index and every category of this run, each link resolving to a page
+    names = {n["name"] for n in found["nav"]}
+    links = [page.parent / n["href"] for n in found["nav"] if n["href"]]
+    assert "index" in names and all(link.exists() for link in links), found["nav"]
+    run = links[0].parent if links else page.parent
+    assert {c for c in CATEGORIES if (run / f"{c}.html").exists()} <= names, found["nav"]
+    # charts: drawn, legends of at most MAX_LEGEND series, none cut short ("... N entries")
+    assert len(found["charts"]) >= page.read_text().count('<div class="chart">')
     for chart in found["charts"]:
         assert chart["w"] > 50 and chart["h"] > 50 and chart["marks"] > 5, chart
+        for legend in chart["legends"]:
+            assert legend["symbols"] <= MAX_LEGEND, legend
+            assert not any("entries" in label for label in legend["labels"]), legend
+    # findings first and short; text as a person writes it
+    if page.name not in ("gpus.html", "compare-paper.html") and "compare" not in page.parts:
+        assert 0 < found["findings"] < FINDINGS_PX, f"findings section {found['findings']} px tall"
+    assert not re.search(r'\{"[a-z_0-9]+":', found["text"]), re.search(r'.{60}\{"[a-z_0-9]+":.{40}', found["text"])
+    assert not re.search(r"(?<![\w.])/(work|tmp|home|root|usr)/", found["text"])
 
 
-def test_screenshot_of_the_index(tmp_path: Path) -> None:
+SCREENSHOTS = sorted((REPORTS / "h200" / "screenshots").glob("*.png"))
+
+
+def test_screenshots_are_committed_beside_the_run() -> None:
+    assert {p.stem for p in SCREENSHOTS} >= {"index", "memory", "pipelines"}
+    for shot in SCREENSHOTS:
+        data = shot.read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and 20_000 < len(data) < 400_000, (shot.name, len(data))
+
+
+def test_screenshot_of_the_index_renders(tmp_path: Path) -> None:
     shot = tmp_path / "index.png"
-    browse(ROOT / "reports" / "h200" / "index.html", tmp_path, f"--screenshot={shot}", "--window-size=1400,1000")
+    browse(REPORTS / "h200" / "index.html", tmp_path, f"--screenshot={shot}")
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000  # a real rendering, not a blank page

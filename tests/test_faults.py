@@ -150,7 +150,9 @@ def test_interrupted_run_resumes_and_keeps_finished_results(tmp_path: Path) -> N
         while not re.search(r"\b[1-3] of 4 steps", (tmp_path / "first.err").read_text()):
             assert first.poll() is None and time.monotonic() < deadline, (tmp_path / "first.err").read_text()
             time.sleep(0.2)
-        os.killpg(first.pid, signal.SIGINT)  # Ctrl-C: snakemake and its running job
+        # Stopped as a user stops a background run: SIGTERM (a SIGINT would be ignored where the test itself was
+        # started in the background, since a background job inherits SIGINT ignored), to snakemake and its job.
+        os.killpg(first.pid, signal.SIGTERM)
         first.wait(60)
     # The results of jobs snakemake finished (a job killed mid-way may have written some of its outputs: those
     # are redone, rightly); snakemake's log names each job's outputs and says which jobs finished.
@@ -181,6 +183,9 @@ def crash(case, point, repeats, device):
     protocol.fail("illegal memory access (a crashing case)")
 
 def hang(case, point, repeats, device):
+    if os.environ.get("PIDS"):  # which processes hang, to check that they are ended
+        with open(os.environ["PIDS"], "a") as pids:
+            pids.write(f"{{os.getpid()}}\\n")
     time.sleep(60)
 
 def dies_late(case, point, repeats, device):
@@ -196,6 +201,66 @@ def static(case, point, repeats, device):
 
 protocol.main({{"first": ok, "crash": crash, "hang": hang, "static": static, "dies_late": dies_late, "last": ok}})
 """
+
+
+# A manifest whose one family (FAMILY, as kernels/faults/family.py) hangs, for a whole stage's command line.
+HANGING = """category: faults
+title: a family that hangs
+families:
+  family: {timeout: 60}
+cases:
+  - {id: hang, source: family.py, ptx: none, measures: [latency], sweep: {n: [1]}, sass: {expect: {}}}
+"""
+# ncu's launcher path: past its options and the report, the target runs as its child. It ignores SIGTERM, as does
+# a target that sets no handler of its own (an ignored signal is inherited), so only SIGKILL ends those.
+FAKE_NCU = """#!/bin/sh
+while [ "$1" != --export ]; do shift; done
+shift 2
+trap '' TERM
+"$@"
+"""
+
+
+def ends(pid: int, within_s: float = 5.0) -> bool:
+    """Whether process `pid` has ended within `within_s` (a zombie that nobody reaped has ended; a killed process
+    takes a moment to)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize("through_exec", [False, True], ids=["binary", "exec-launcher"])
+def test_an_ncu_timeout_ends_everything_ncu_launched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, through_exec: bool
+) -> None:
+    """A hang under ncu, in the binary ncu launched or in `smdissect exec` (the fallback, which starts each binary
+    in a process group of its own): the timeout is one line, and ncu, the launcher and the binary all end."""
+    kernels = tmp_path / "kernels"
+    (kernels / "faults").mkdir(parents=True)
+    (kernels / "faults" / "cases.yaml").write_text(HANGING)
+    binary = kernels / "faults" / "family.py"
+    binary.write_text(FAMILY.format(python=sys.executable, workflow=str(ROOT / "workflow")))
+    binary.chmod(0o755)
+    fake = tmp_path / "ncu"
+    fake.write_text(FAKE_NCU)
+    fake.chmod(0o755)
+    monkeypatch.setenv("PIDS", str(tmp_path / "pids"))
+    monkeypatch.setattr(ncu, "STOP_GRACE_S", 2.0)
+    cases = catalog.load(kernels, "faults")
+    target = (ncu.launcher(pipeline.exec_args(binary, cases, "sm_90a", 0, kernels)) if through_exec
+              else pipeline.profiled_target(binary, cases, "sm_90a", 0))  # fmt: skip
+    started = time.monotonic()
+    with pytest.raises(SmdissectError, match=r"^profiling p.ncu-rep was killed after 6 s: raise the family's"):
+        ncu.profile(str(fake), ["sm__cycles_active.max"], tmp_path / "p.ncu-rep", target, 6)
+    assert time.monotonic() - started < 6 + 2 + 3
+    hung = [int(pid) for pid in (tmp_path / "pids").read_text().split()]
+    assert len(hung) == 1 and ends(hung[0])
 
 
 def test_a_hang_is_silence_not_length() -> None:

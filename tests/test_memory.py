@@ -185,17 +185,17 @@ def test_levels_of_the_h200_staircase(run_raw: pd.DataFrame) -> None:
     for label in LABELS[:3]:  # L1 up to 224 KB (off it at 256 KB), L2 up to 24 MB (off it at 32 MB)
         assert found[f"chase L1 capacity detected ({label})"].value == 224
         assert found[f"chase L2 capacity detected ({label})"].value == 24576
-        assert "32768 KB, is off it" in found[f"chase L2 capacity detected ({label})"].derivation
+        assert "32 MB, is off it" in found[f"chase L2 capacity detected ({label})"].derivation
     assert found["chase L1 capacity detected (stride 2048 B)"].value == 2048  # a line per 2 KB: 128 KB of lines
     assert "128 KB of distinct 128 B lines" in found["chase L1 capacity detected (stride 2048 B)"].derivation
     assert found["chase L2 capacity detected (stride 2048 B)"].value == 262144  # 16 MB of lines, as the others
-    assert "16384 KB of distinct 128 B lines" in found["chase L2 capacity detected (stride 2048 B)"].derivation
+    assert "16 MB of distinct 128 B lines" in found["chase L2 capacity detected (stride 2048 B)"].derivation
     dram = found["chase DRAM latency (random)"]  # 512 MB to 2 GB: the sweep reaches DRAM's plateau
     assert dram.value == pytest.approx(675.1, abs=0.5) and dram.metric == "dram_latency" and len(dram.points) == 3
     tail = found["chase latency at the largest footprint (stride 2048 B)"]  # its DRAM level lies beyond 2 GB
     assert tail.value == pytest.approx(580.8, abs=0.5) and tail.params == '{"footprint_kb":2097152,"stride_b":2048}'
     assert [(c.name, c.verdict) for c in tail.checks] == [("plateau", "disagree")]
-    assert "not saturated" in tail.checks[0].detail and "+28.4% from 1.04858e+06 KB" in tail.checks[0].detail
+    assert "not saturated" in tail.checks[0].detail and "+28.4% from 1 GB to 2 GB" in tail.checks[0].detail
     assert "chase latency at the largest footprint (random)" not in found
     l1, l2 = found["chase L1 latency (random)"], found["chase L2 latency (random)"]
     assert [json.loads(p)["footprint_kb"] for p in l1.points] == [1, 4, 16, 32, 64, 128, 192, 224]
@@ -271,14 +271,14 @@ def test_the_conflict_penalty_is_fitted_per_repeat() -> None:
 
 def test_mlp_knees(run_raw: pd.DataFrame) -> None:
     found = derived_by_name(run_raw)
-    l2, dram = found["MLP knee (8192 KB footprint)"], found["MLP knee (524288 KB footprint)"]
+    l2, dram = found["MLP knee (8 MB footprint)"], found["MLP knee (512 MB footprint)"]
     assert l2.value == 12 and "at 12 loads +20.0%" in l2.derivation  # on the 20% boundary: session 5 found 8 (+20.1%)
     assert dram.value == 4 and dram.params == '{"footprint_kb":524288,"loads":4}'
-    assert found["MLP round latency at 1 load (8192 KB footprint)"].value == pytest.approx(279.8, abs=0.1)
-    assert found["MLP round latency at 1 load (524288 KB footprint)"].value == pytest.approx(665.5, abs=0.2)
+    assert found["MLP round latency at 1 load (8 MB footprint)"].value == pytest.approx(279.8, abs=0.1)
+    assert found["MLP round latency at 1 load (512 MB footprint)"].value == pytest.approx(665.5, abs=0.2)
     rows = [("mlp", {"footprint_kb": 8192, "loads": n}, "latency", [v]) for n, v in
             zip((1, 4, 8, 16, 32), (600, 605, 610, 900, 1800), strict=True)]  # fmt: skip
-    assert derived_by_name(raw_frame(rows, unit="cycle"))["MLP knee (8192 KB footprint)"].value == 8
+    assert derived_by_name(raw_frame(rows, unit="cycle"))["MLP knee (8 MB footprint)"].value == 8
     flat = [("mlp", {"footprint_kb": 64, "loads": n}, "latency", [600.0 + n]) for n in (1, 2, 4)]
     knee = derived_by_name(raw_frame(flat, unit="cycle"))["MLP knee (64 KB footprint)"]
     assert knee.value == 4 and "the knee lies beyond 4" in knee.derivation
@@ -330,7 +330,7 @@ def test_view_on_a_real_shaped_run(run_raw: pd.DataFrame) -> None:
     bandwidth = html["Bandwidth"]
     assert "dram_read best bandwidth, share of datasheet DRAM" in bandwidth and ">0.9596<" in bandwidth
     assert "l2_read best bandwidth, share" not in bandwidth and "dram_copy best bandwidth over torch_copy" in bandwidth
-    assert "MLP knee (8192 KB footprint)" in html["Memory-level parallelism"]
+    assert "MLP knee (8 MB footprint)" in html["Memory-level parallelism"]
     assert "type 0 u32" in html["Atomics"] and "contention=1, type=0" in html["Atomics"]
     assert "load_cg latency at footprint_kb=4, stride_b=128" in html["Load flavours: latency by cache operator"]
     for title, body in html.items():  # every number stated comes with the status of its figure

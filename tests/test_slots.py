@@ -6,7 +6,9 @@ from __future__ import annotations
 import importlib.machinery
 import multiprocessing
 import os
+import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -85,12 +87,58 @@ def test_a_killed_holder_releases_its_device(tmp_path: Path) -> None:
         assert index == 0
 
 
+HOLD = """import sys, time
+from smdissect import slots
+from smdissect.errors import exit_on_error
+
+@exit_on_error
+def job():
+    with slots.acquire([sys.argv[1]], wait_s=float(sys.argv[2])) as index:
+        print("held", index, flush=True)
+        time.sleep(float(sys.argv[3]))
+
+job()
+"""
+
+
+def test_two_checkouts_share_the_hosts_gpu_locks(tmp_path: Path) -> None:
+    """Jobs of two checkouts of the repository (their own cwd and package), with no lock setting: while one holds a
+    GPU, the other cannot take it."""
+    uuid = f"GPU-{os.getpid():08x}-{time.time_ns() % 2**32:08x}-0000-000000000000"  # no other run's GPU
+    env = {k: v for k, v in os.environ.items() if k != slots.LOCK_DIR_ENV}
+    checkouts = [tmp_path / name for name in ("one", "two")]
+    for checkout in checkouts:
+        shutil.copytree(ROOT / "workflow" / "smdissect", checkout / "workflow" / "smdissect")
+
+    def job(checkout: Path, wait_s: float, hold_s: float) -> subprocess.Popen[str]:
+        return subprocess.Popen([sys.executable, "-c", HOLD, uuid, str(wait_s), str(hold_s)], cwd=checkout,
+                                env=env | {"PYTHONPATH": str(checkout / "workflow")}, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)  # fmt: skip
+
+    holder = job(checkouts[0], 0, 120)
+    try:
+        assert holder.stdout.readline().split() == ["held", "0"], holder.stderr.read()
+        other = job(checkouts[1], 0.3, 0)
+        _, err = other.communicate(timeout=60)
+        assert other.returncode == 1 and err.strip() == (
+            f"smdissect: no free GPU after 0 s, all 1 held: {uuid} (pid {holder.pid}); lower --resources gpu= or "
+            "wait for those jobs")  # fmt: skip
+    finally:
+        holder.kill()
+        holder.wait()
+    (slots.LOCK_DIR / f"{uuid}.lock").unlink()
+
+
 def test_lock_folder_follows_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(slots.LOCK_DIR_ENV, str(tmp_path / "shared"))
     with slots.acquire(UUIDS[:1]) as index:
         assert index == 0 and (tmp_path / "shared" / f"{UUIDS[0]}.lock").exists()
     monkeypatch.delenv(slots.LOCK_DIR_ENV)
     assert slots.lock_dir() == slots.LOCK_DIR
+    monkeypatch.setattr(slots, "LOCK_DIR", tmp_path / "host")  # the host's folder, made here: every user's
+    with slots.acquire(UUIDS[:1]):
+        assert stat.S_IMODE((tmp_path / "host").stat().st_mode) == 0o1777
+        assert stat.S_IMODE((tmp_path / "host" / f"{UUIDS[0]}.lock").stat().st_mode) == 0o666
 
 
 def test_throttle_reasons_by_name() -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -45,9 +47,34 @@ def test_lint_and_dry_run(workdir: Path) -> None:
     families = len(list((ROOT / "kernels" / "latency").glob("*.cu")))
     assert int(jobs["build"]) == int(jobs["sass"]) == 2 * families  # sm_90a and sm_120a
     lint = snakemake(workdir, "--lint")
-    titles = set(re.findall(r"^\s+\* (.+?):?$", lint.stdout + lint.stderr, flags=re.MULTILINE))
-    # GPU toolchains come from the host's driver and CUDA install, so rules name no conda env or container.
-    assert titles <= {"Specify a conda environment or container for each rule."}, titles
+    assert lint.returncode == 0 and "Lints for" not in lint.stdout + lint.stderr, lint.stdout + lint.stderr
+    assert "Congratulations, your workflow is in a good condition!" in lint.stdout + lint.stderr
+
+
+def test_jobs_run_the_interpreter_running_the_workflow(tmp_path: Path) -> None:
+    """A venv's snakemake run without activating the venv: its jobs use its interpreter, never a `python3` on PATH
+    (here one that fails), and the printed shell commands read as `smdissect <stage>`."""
+    copy_workflow(tmp_path)
+    for folder in ("a", "b"):  # two result folders on disk: the compare rule is one real job, no GPU needed
+        shutil.copytree(ROOT / "reports/h200/tables/sm_90a/latency", tmp_path / "results" / folder / "x" / "latency")
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    for name in ("python3", "python"):
+        (shims / name).write_text("#!/bin/sh\necho 'wrong interpreter: a python on PATH' >&2\nexit 3\n")
+        (shims / name).chmod(0o755)
+    env = os.environ | {"PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"}
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "-p", "reports/compare/a-vs-b.html"],
+                          cwd=tmp_path, capture_output=True, text=True, env=env)  # fmt: skip
+    assert proc.returncode == 0 and "wrong interpreter" not in proc.stderr, proc.stderr[-3000:]
+    assert "smdissect compare --a results/a --b results/b" in proc.stdout + proc.stderr
+    assert "flagged" in (tmp_path / "reports/compare/a-vs-b.html").read_text()
+    # every rule's job calls the package the same way (two cluster GPUs: a plan with every rule in it)
+    dry = snakemake(tmp_path, "-n", "-p", "--forceall", "--config", "cluster_gpus={h200: sm_90a, b200: sm_100a}")
+    rules = set(re.findall(r"^(?:local)?rule (\w+):$", dry.stdout, flags=re.MULTILINE)) - {"all"}
+    commands = [c for c in re.findall(r"^Shell command: (.*)$", dry.stdout, flags=re.MULTILINE) if c != "None"]
+    defined = {r for f in (ROOT / "rules").glob("*.smk") for r in re.findall(r"^rule (\w+):$", f.read_text(), re.M)}
+    assert dry.returncode == 0 and rules == defined and len(commands) >= len(rules), dry.stdout[-3000:]
+    assert all(c.startswith("smdissect ") for c in commands), [c for c in commands if not c.startswith("smdissect ")]
 
 
 @needs_no_gpu
@@ -72,6 +99,14 @@ class TestNoGpuRun:
             assert re.search(rf"{stage}\W.{{0,200}}no GPU", html, flags=re.S), f"stage {stage} skipped silently"
         assert "<svg" not in html or "https://" not in html.split("<svg")[0]
         assert (ran / "reports/static/index.html").exists()
+
+    def test_pages_link_only_pages_that_exist(self, ran: Path) -> None:
+        """No dead link without a GPU (compare-paper.html is made only for a GPU's folder)."""
+        pages = sorted((ran / "reports/static").glob("*.html"))
+        assert ran / "reports/static/index.html" in pages
+        for page in pages:
+            for href in re.findall(r'href="([^"#:]+)(?:#[^"]*)?"', page.read_text()):
+                assert (page.parent / href).exists(), f"{page.name} links {href}, which this run did not make"
 
     def test_second_run_does_no_work(self, ran: Path) -> None:
         proc = snakemake(ran)

@@ -1,6 +1,7 @@
 // Bandwidth: DRAM read / write / copy versus CTAs and 16 B loads in flight per thread, L2 read (a
 // buffer of 1/4 of the L2 read many times), L1 and shared-memory read per SM, and cudaMemcpyAsync
 // device-to-device as the library reference. Every launch's data is checked by a closed-form sum.
+// device_attributes: what the card reports of itself (the sizes the other cases read instead of hard-coding).
 #include "../common/blocksum.cuh"
 #include "memory.cuh"
 
@@ -294,6 +295,35 @@ void run_memcpy(const std::string& id, const std::map<std::string, long>& point,
   emit_bandwidth(id, point, gbs, {});
 }
 
+// The card's own report (cudaDeviceGetAttribute, cudaMemGetInfo), read once per repeat: no kernel, no timing.
+void run_attributes(const std::string& id, const std::map<std::string, long>& point, int repeats) {
+  int dev = 0;
+  SMD_CHECK(cudaGetDevice(&dev));
+  const auto attribute = [dev](cudaDeviceAttr a) {
+    int v = 0;
+    SMD_CHECK(cudaDeviceGetAttribute(&v, a, dev));
+    return double(v);
+  };
+  const auto dram_bytes = [] {
+    size_t free_bytes = 0, total_bytes = 0;
+    SMD_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    return double(total_bytes);
+  };
+  std::vector<smd::Record> recs = {{id, point, "sm_count", "sm"},        {id, point, "l2_capacity", "byte"},
+                                   {id, point, "dram_capacity", "byte"}, {id, point, "dram_bus_width", "bit"},
+                                   {id, point, "memory_clock", "MHz"},   {id, point, "smem_per_sm", "byte"}};
+  for (int r = 0; r < repeats; ++r) {
+    const double reads[] = {attribute(cudaDevAttrMultiProcessorCount),
+                            attribute(cudaDevAttrL2CacheSize),
+                            dram_bytes(),
+                            attribute(cudaDevAttrGlobalMemoryBusWidth),
+                            attribute(cudaDevAttrMemoryClockRate) / 1e3,
+                            attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor)};
+    for (size_t m = 0; m < recs.size(); ++m) recs[m].samples.push_back(reads[m]);
+  }
+  for (auto& rec : recs) rec.iterations = 1, smd::emit(rec);
+}
+
 template <int MODE>
 std::vector<smd::KernelInfo> stream_list() {
   std::vector<smd::KernelInfo> out;
@@ -312,5 +342,6 @@ int main(int argc, char** argv) {
        {"l2_read", stream_list<kReadL2>, run_stream<kReadL2>},
        {"l1_read", [] { return std::vector{mem::kernel("tile_kernel<0>", 2, kTileReps)}; }, run_tile<false>},
        {"smem_read", [] { return std::vector{mem::kernel("tile_kernel<1>", 2, kTileReps)}; }, run_tile<true>},
-       {"memcpy_d2d", [] { return std::vector<smd::KernelInfo>{}; }, run_memcpy}});
+       {"memcpy_d2d", [] { return std::vector<smd::KernelInfo>{}; }, run_memcpy},
+       {"device_attributes", [] { return std::vector<smd::KernelInfo>{}; }, run_attributes}});
 }

@@ -355,7 +355,7 @@ def header_folders(name: str) -> list[str]:
     package, folders = HEADER_PACKAGES[name]
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        raise SmdissectError(f"{name} headers not found: pip install nvidia-cutlass (package {package})")
+        raise SmdissectError(f"{name} headers not found (package {package}): pip install -e '.[gemm]' in the checkout")
     root = Path(next(iter(spec.submodule_search_locations)))
     return [str(root / folder) for folder in folders]
 

@@ -135,7 +135,10 @@ def crossval_checks(figure: Figure, case: Case, crossval: pd.DataFrame, plateau:
 
 
 def _num(value: float) -> str:
-    return "-" if value is None or math.isnan(value) else f"{value:.4g}"
+    """A counter or clock64 value in a reason: 4 significant figures, thousands grouped rather than an exponent."""
+    if value is None or math.isnan(value):
+        return "-"
+    return f"{value:,.0f}" if abs(value) >= 1e4 else f"{value:.4g}"
 
 
 def limit(figure: Figure, case: Case, arch: str, gpu: str) -> tuple[float, str] | None:

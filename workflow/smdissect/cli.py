@@ -1,4 +1,4 @@
-"""Command line of the stages: `python -m smdissect <stage> ...`; every failure is one line."""
+"""Command line of the stages: `smdissect <stage> ...` (or `python -m smdissect`); every failure is one line."""
 
 from __future__ import annotations
 
@@ -6,13 +6,14 @@ import argparse
 import functools
 import json
 import os
+import signal
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from . import build, catalog, controlcodes, device, pipeline, run, slots, tables
+from . import __version__, build, catalog, controlcodes, device, pipeline, run, slots, tables
 from .errors import SmdissectError, exit_on_error
 
 # Builds and SASS dumps yield the cores to the GPU jobs that run beside them: a GPU job's host thread spins
@@ -144,12 +145,12 @@ def cmd_report(args: argparse.Namespace) -> None:
     kinds = ("raw", "status", "ncu", "stalls", "pipes", "crossval", "figures", "sass", "sass_checks", "controlcodes")
     inputs = {k: [Path(p) for p in getattr(args, k)] for k in kinds}
     pipeline.report_page(Path(args.kernels), args.category, inputs, json.loads(args.skipped), Path(args.out),
-                         json.loads(args.provenance))  # fmt: skip
+                         json.loads(args.provenance), args.categories or [args.category])  # fmt: skip
 
 
 def cmd_index(args: argparse.Namespace) -> None:
     """Write the index page of one GPU's reports."""
-    inputs = {k: [Path(p) for p in getattr(args, k)] for k in ("raw", "status", "crossval", "figures")}
+    inputs = {k: [Path(p) for p in getattr(args, k)] for k in ("raw", "status", "figures")}
     pipeline.index_page(Path(args.kernels), args.gpu, args.categories, inputs, args.archs, args.run_arch or None,
                         json.loads(args.skipped), json.loads(args.provenance), Path(args.out))  # fmt: skip
 
@@ -160,13 +161,82 @@ def cmd_gpus(args: argparse.Namespace) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> None:
-    """Write the diff page of two result sets (folders holding raw.parquet tables), or of one against the paper."""
+    """Write the diff page of two result sets (folders of figures.parquet tables), or of one against the paper."""
     pipeline.compare_page(Path(args.a), args.b, Path(args.kernels), args.categories, Path(args.out))
+
+
+def cmd_paper_map(args: argparse.Namespace) -> None:
+    """Write the page of the seed paper's sections against smdissect's categories (docs/paper-map.md)."""
+    from . import files, paper
+
+    files.write_text(Path(args.out), paper.markdown(Path(args.kernels)))
+
+
+# Every option's help: by name, or by "<stage>.<name>" where a stage means something else by it.
+HELP = {
+    "a": "a result folder holding figures.parquet tables (results/<gpu>/ or reports/<gpu>/tables/)",
+    "b": "what --a is set against: paper (the seed paper's sm_120 figures; the default) or a second result folder",
+    "compare.categories": "only these categories (default: every category --a holds)",
+    "report.categories": "the run's categories, which the page header links (default: this one)",
+    "index.categories": "the run's categories, one row and one link each",
+    "arch": "the arch the binary is built for (sm_90a, sm_120a, ...)",
+    "archs": "every arch the run builds (the coverage table's columns)",
+    "binary": "the family's benchmark binary",
+    "build.binary": "where to write the family's benchmark binary",
+    "category": "the category: a folder of --kernels holding a cases.yaml",
+    "controlcodes": "SASS control-code tables (controlcodes.parquet), any number",
+    "crossval": "cross-validation tables (crossval.parquet), any number",
+    "cuda": "the CUDA toolkit version the binary was built with (recorded as provenance)",
+    "device": "the CUDA index of the GPU to use, or any (a free GPU of device 0's model)",
+    "exec.device": "the CUDA index of the GPU to use",
+    "family": "the case family: its source file's name without the extension",
+    "figures": "figures tables (figures.parquet), any number",
+    "flags": "nvcc flags as one string (--flags='-O3 -lineinfo')",
+    "folders": "the result folders, one per GPU (results/<gpu>/)",
+    "gpu": "the name of the GPU's result folder (h200, static, ...)",
+    "include": "the folder of shared headers (kernels/common)",
+    "kernels": "the kernels/ folder of category manifests (default: kernels)",
+    "listing": "the family's kernel listing (the JSON of the binary's --list)",
+    "build.listing": "where to write the family's kernel listing (JSON)",
+    "listings": "kernel listings (the .json beside each binary), any number",
+    "meta": "the profile's provenance JSON",
+    "profile.meta": "where to write the profile's provenance JSON",
+    "ncu": "ncu metric tables (ncu.parquet), any number",
+    "profile.ncu": "the Nsight Compute executable",
+    "ncu_version": "ncu's version line, recorded as provenance (default: asked from --ncu)",
+    "nvcc": "the nvcc executable",
+    "out": "the file to write",
+    "run.out": "where to write the timing samples (raw.parquet)",
+    "out_checks": "where to write the SASS checks (sass_checks.parquet)",
+    "out_controls": "where to write the SASS control codes (controlcodes.parquet)",
+    "out_ncu": "where to write the long ncu metrics (ncu.parquet)",
+    "out_pipes": "where to write the pipe counts (pipes.parquet)",
+    "out_sass": "where to write the opcode counts (sass.parquet)",
+    "out_stalls": "where to write the stall reasons (stalls.parquet)",
+    "out_status": "where to write each planned point's status (status.parquet)",
+    "pipes": "pipe count tables (pipes.parquet), any number",
+    "provenance": "the run's provenance as a JSON object (GPU, driver, commit, ...)",
+    "raw": "timing sample tables (raw.parquet), any number",
+    "readme": "a README whose headlines block to rewrite (default: print the table)",
+    "refs": "raw tables of the other categories this one's checks refer to, any number",
+    "repeats": "samples per point",
+    "report": "the Nsight Compute report to read (.ncu-rep)",
+    "profile.report": "where to write the Nsight Compute report (.ncu-rep)",
+    "run_arch": "the arch of the GPU the run measured (empty without one)",
+    "sass": "opcode count tables (sass.parquet), any number",
+    "sass_checks": "SASS check tables (sass_checks.parquet), any number",
+    "skipped": "the stages the plan skipped, each with why, as a JSON object",
+    "source": "the family's source (.cu)",
+    "stalls": "stall reason tables (stalls.parquet), any number",
+    "status": "point status tables (status.parquet), any number",
+    "tables": "a folder whose figures.parquet tables to read, searched recursively (reports/h200/tables)",
+}
 
 
 def parser() -> argparse.ArgumentParser:
     """Every stage and its arguments."""
     top = argparse.ArgumentParser(prog="smdissect", description=__doc__)
+    top.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = top.add_subparsers(dest="stage", required=True)
     many = {"nargs": "*", "default": []}
     spec = {
@@ -186,24 +256,34 @@ def parser() -> argparse.ArgumentParser:
         cmd_headlines: ["tables", ("readme", {"default": ""}), ("kernels", {"default": "kernels"})],
         cmd_report: ["kernels", "category", "out", "skipped", "provenance",
                      *((k, many) for k in ("raw", "status", "ncu", "stalls", "pipes", "crossval", "figures", "sass",
-                                                  "sass_checks", "controlcodes"))],
+                                                  "sass_checks", "controlcodes", "categories"))],
         cmd_index: ["kernels", "gpu", "out", "skipped", "provenance", ("run_arch", {"default": ""}),
-                    *((k, many) for k in ("categories", "archs", "raw", "status", "crossval", "figures"))],
+                    *((k, many) for k in ("categories", "archs", "raw", "status", "figures"))],
         cmd_gpus: ["out", ("folders", many)],
         cmd_compare: ["a", ("b", {"default": "paper"}), "out", ("kernels", {"default": "kernels"}),
                       ("categories", many)],
+        cmd_paper_map: ["out", ("kernels", {"default": "kernels"})],
     }  # fmt: skip
     for func, options in spec.items():
-        p = sub.add_parser(func.__name__.removeprefix("cmd_"), help=func.__doc__)
+        stage = func.__name__.removeprefix("cmd_")
+        p = sub.add_parser(stage, help=func.__doc__, description=func.__doc__)
         p.set_defaults(func=func)
         for opt in options:
             name, kw = (opt, {}) if isinstance(opt, str) else opt
-            p.add_argument(f"--{name.replace('_', '-')}", dest=name, required=not {"nargs", "default"} & set(kw), **kw)
+            p.add_argument(f"--{name.replace('_', '-')}", dest=name, required=not {"nargs", "default"} & set(kw),
+                           help=HELP.get(f"{stage}.{name}") or HELP.get(name), **kw)  # fmt: skip
     return top
+
+
+def _terminated(signum: int, _frame: object) -> None:
+    """SIGTERM (snakemake stopping, ncu's group stopped) as an exit, so that the stage's cleanup runs: a binary that
+    run.attempt started in a process group of its own is ended with it."""
+    raise SystemExit(128 + signum)
 
 
 @exit_on_error
 def main(argv: list[str] | None = None) -> None:
     """Parse the command line and run one stage."""
+    signal.signal(signal.SIGTERM, _terminated)
     args = parser().parse_args(argv)
     args.func(args)

@@ -1,9 +1,9 @@
-"""Figures of a result set, the paper beside them, and the diff of two result sets (GPUs or runs), figure by figure."""
+"""Figures of a result set, the instruction table built from them, and the diff of two result sets (GPUs or runs),
+figure by figure."""
 
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 
 import pandas as pd
@@ -27,34 +27,6 @@ def result_set(folder: Path) -> pd.DataFrame:
     return figures[COLUMNS].sort_values(KEYS, ignore_index=True)
 
 
-def sm90_id(ref: str) -> str:
-    """The id of the paper's sm_90 column beside an sm_120 figure: `x_sm120` -> `x_sm90`."""
-    return re.sub(r"_sm120a?$", "_sm90", ref)
-
-
-def against_paper(figures: pd.DataFrame, cases: list[catalog.Case], reference: pd.DataFrame) -> pd.DataFrame:
-    """Each figure that stands for a paper figure (a case's `paper` id) beside the paper's sm_120 and sm_90 values,
-    with its status; ratios are measured / paper."""
-    refs = reference.set_index("id")
-    for case in cases:
-        if case.paper and case.paper not in refs.index:
-            raise SmdissectError(f"kernels/{case.category}/cases.yaml: case {case.id}: paper id {case.paper} "
-                                 "is not in reference/seed_sm120.csv")  # fmt: skip
-    rows = []
-    for f in figures[figures["paper"].fillna("") != ""].itertuples(index=False):
-        ref = refs.loc[f.paper]
-        old = refs.loc[sm90_id(f.paper)] if sm90_id(f.paper) in refs.index else None
-        rows.append({
-            "category": f.category, "figure": f.figure, "paper": f.paper, "quantity": ref["quantity"],
-            "measured": f.value,
-            "unit": f.unit, "spread": f.spread, "status": f.status, "paper_sm120": float(ref["value"]),
-            "ratio_sm120": f.value / float(ref["value"]),
-            "paper_sm90": float(old["value"]) if old is not None else math.nan,
-            "ratio_sm90": f.value / float(old["value"]) if old is not None else math.nan, "source": ref["source"],
-        })  # fmt: skip
-    return pd.DataFrame(rows)
-
-
 def instructions(figures: pd.DataFrame, cases: list[catalog.Case]) -> pd.DataFrame:
     """The instruction reference table: every chain case's dependent latency and peak throughput, with statuses."""
     rows = []
@@ -70,21 +42,6 @@ def instructions(figures: pd.DataFrame, cases: list[catalog.Case]) -> pd.DataFra
                      "at": tables.point_text(thr["params"].iloc[0]) if len(thr) else "",
                      "peak status": thr["status"].iloc[0] if len(thr) else ""})  # fmt: skip
     return pd.DataFrame(rows)
-
-
-def paper_set(cases: list[catalog.Case], reference: pd.DataFrame, like: pd.DataFrame) -> pd.DataFrame:
-    """The paper's sm_120 figures as a result set, named like the measured figures that stand for them."""
-    table = against_paper(like, cases, reference)
-    if table.empty:
-        return pd.DataFrame(columns=COLUMNS)
-    mine = like.set_index(KEYS)
-    keyed = list(zip(table["category"], table["figure"], strict=True))
-    return pd.DataFrame({
-        "category": table["category"], "figure": table["figure"], "case": [mine.loc[k, "case"] for k in keyed],
-        "metric": [mine.loc[k, "metric"] for k in keyed], "unit": table["unit"], "params": "", "kind": "paper",
-        "value": table["paper_sm120"], "spread": 0.0, "status": "", "reason": "", "paper": "",
-        "gpu": "seed paper (RTX PRO 5000)", "arch": "sm_120a",
-    })  # fmt: skip
 
 
 def diff(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:

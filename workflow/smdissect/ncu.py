@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from functools import cache
 from pathlib import Path
 
@@ -28,6 +32,7 @@ STALL = re.compile(r"^smsp__average_warps_issue_stalled_([a-z0-9_]+)_per_issue_a
 NVTX_FILTER = "regex:^smd:/"  # the harness's one push/pop range per timed launch
 REPLAY_SLOWDOWN = 3  # a whole profile may take this many times the family's timeout (a wall clock, where the
 # run stage's timeout is a silence: see run.attempt)
+STOP_GRACE_S = 5.0  # how long a stopped ncu and what it launched get to end on SIGTERM before SIGKILL
 
 
 def catalogue(text: str) -> dict[str, str]:
@@ -132,17 +137,40 @@ def error_line(output: str) -> str:
 
 
 def profile(ncu: str, metric_list: list[str], report: Path, target: list[str], timeout: int) -> None:
-    """Profile `target` into `report` (.ncu-rep); any failure, a hang past `timeout` s included, is one line."""
+    """Profile `target` into `report` (.ncu-rep); any failure, a hang past `timeout` s included, is one line. ncu
+    runs in a process group of its own, which a hang or this job's end stops whole: the binary it launched too."""
     report.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        proc = subprocess.run(command(ncu, metric_list, report, target), capture_output=True, text=True,
-                              timeout=timeout)  # fmt: skip
-    except subprocess.TimeoutExpired:
-        raise SmdissectError(f"profiling {report.name} was killed after {timeout} s: raise the family's "
-                             "timeout in cases.yaml or trim its profile_sweep") from None  # fmt: skip
-    output = proc.stdout + proc.stderr
+    with subprocess.Popen(command(ncu, metric_list, report, target), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, start_new_session=True) as proc:  # fmt: skip
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise SmdissectError(f"profiling {report.name} was killed after {timeout} s: raise the family's "
+                                 "timeout in cases.yaml or trim its profile_sweep") from None  # fmt: skip
+        finally:
+            if proc.poll() is None:  # past the timeout, or this job interrupted
+                stop_group(proc)
+    output = stdout + stderr
     if proc.returncode != 0 or "==ERROR==" in output or not report.exists():
         raise SmdissectError(f"profiling {report.name} failed: {error_line(output)}")
+
+
+def stop_group(proc: subprocess.Popen[str]) -> None:
+    """End the process group that `proc` leads: SIGTERM first (a launcher, `smdissect exec`, then ends its binaries'
+    own groups), SIGKILL to whatever is left after STOP_GRACE_S."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_GRACE_S
+    while time.monotonic() < deadline:
+        proc.poll()  # reap the leader, so that an ended group reads as empty
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 def version(exe: str) -> str:

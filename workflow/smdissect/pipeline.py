@@ -18,7 +18,11 @@ ROOT = Path(__file__).resolve().parents[2]  # the checkout: its git commit is ev
 
 def reference(kernels: Path) -> pd.DataFrame:
     """The paper's published figures (reference/seed_sm120.csv beside the kernels folder)."""
-    return pd.read_csv(kernels.parent / REFERENCE)
+    path = kernels.parent / REFERENCE
+    if not path.exists():
+        raise SmdissectError(f"{path} not found: point --kernels at the checkout's kernels/ folder ({REFERENCE} "
+                             "lies beside it)")  # fmt: skip
+    return pd.read_csv(path)
 
 
 def family_cases(kernels: Path, category: str, family: str) -> list[catalog.Case]:
@@ -182,9 +186,10 @@ def figures_table(kernels: Path, category: str, inputs: dict[str, list[Path]], r
 
 def report_page(
     kernels: Path, category: str, inputs: dict[str, list[Path]], skipped: dict[str, str], out: Path,
-    provenance: dict[str, Any],
+    provenance: dict[str, Any], categories: list[str], elsewhere: dict[str, str] | None = None,
 ) -> None:  # fmt: skip
-    """One category's HTML page from whatever tables exist for it."""
+    """One category's HTML page from whatever tables exist for it; `categories` are the run's pages the header
+    links, `elsewhere` maps a static reason to the page of another run that measured those points."""
     from . import report
 
     cases = catalog.load(kernels, category)
@@ -193,15 +198,11 @@ def report_page(
         [{"case": c.id, "ptx": c.ptx, "pipe": c.pipe or "", "kind": c.kind, "measures": ", ".join(c.measures)}
          for c in cases]
     )  # fmt: skip
-    published = reference(kernels)
     if "raw" in frames:
-        paper = {c.id: c.paper for c in cases}  # a case's paper figure is of its first measured metric
-        first_metric = {c.id: c.measures[0] for c in cases}
-        raw = frames["raw"]
-        raw["paper_ref"] = raw.case.map(paper).where(raw.metric == raw.case.map(first_metric))
         provenance = raw_provenance(frames["raw"]) | provenance
     title = catalog.title(kernels, category)
-    report.render_category(out, category, title, frames, skipped, provenance, published)
+    report.render_category(out, category, title, frames, skipped, provenance, reference(kernels), categories,
+                           elsewhere or {})  # fmt: skip
 
 
 def raw_provenance(raw: pd.DataFrame) -> dict[str, str]:
@@ -224,7 +225,7 @@ def index_page(
     from . import compare, coverage, headlines, report
 
     cases = catalog.load_all(kernels, categories)
-    frames = {kind: tables.read(kind, inputs.get(kind, [])) for kind in ("raw", "status", "crossval", "figures")}
+    frames = {kind: tables.read(kind, inputs.get(kind, [])) for kind in ("raw", "status", "figures")}
     figures = frames["figures"]
     published = reference(kernels)
     cov = coverage.coverage(cases, archs, run_arch, frames["status"], skipped.get("run", "not run"))
@@ -233,17 +234,27 @@ def index_page(
             "category": category,
             "title": catalog.title(kernels, category),
             "href": f"{category}.html",
-            "verdicts": frames["crossval"][frames["crossval"].category == category].verdict.value_counts().to_dict(),
-            "coverage": cov[cov.category == category].status.value_counts().to_dict(),
+            "coverage": cov[(cov.category == category) & (cov.arch == run_arch)].status.value_counts().to_dict(),
             "figures": report.status_counts(figures[figures.category == category]),
+            "key": headlines.table(figures, published, headlines.key_findings(category)),
         }
         for category in categories
     ]
-    paper = compare.against_paper(figures, cases, published)
     provenance = (raw_provenance(frames["raw"]) if len(frames["raw"]) else {}) | provenance
-    report.render_index(out, gpu, pages, provenance, skipped, paper, compare.instructions(figures, cases),
-                        coverage.counts(cov), coverage.not_measured(cov),
-                        headlines.table(figures, published))  # fmt: skip
+    report.render_index(out, gpu, pages, provenance, skipped, compare.instructions(figures, cases),
+                        coverage.counts(cov), coverage.not_measured(cov), headlines.table(figures, published),
+                        run_arch, paper_tables(figures, frames["status"], kernels))  # fmt: skip
+
+
+def paper_tables(figures: pd.DataFrame, status: pd.DataFrame, kernels: Path) -> dict[str, pd.DataFrame]:
+    """The paper's tables for a run (smdissect.paper): every figure accounted for, the cross-generation finding,
+    coverage in the paper's terms and its sections."""
+    from . import paper
+
+    published = reference(kernels)
+    table = paper.accounting(figures, published, status, kernels)
+    return {"table": table, "counts": paper.summary(table), "generation": paper.cross_generation(table),
+            "coverage": paper.coverage(status, published), "structure": paper.structure(kernels)}  # fmt: skip
 
 
 def compare_page(a: Path, b: str, kernels: Path, categories: list[str], out: Path) -> None:
@@ -251,13 +262,32 @@ def compare_page(a: Path, b: str, kernels: Path, categories: list[str], out: Pat
     from . import compare, report
 
     left = compare.result_set(a)
+    categories = compare_categories(left, a, categories)
+    left = left[left["category"].isin(categories)]
     if b == compare.PAPER:
-        cases = catalog.load_all(kernels, categories)
-        right = compare.paper_set(cases, reference(kernels), left)
-    else:
-        right = compare.result_set(Path(b))
-    names = (_set_name(left, a), "seed paper sm_120 (RTX PRO 5000)" if b == compare.PAPER else _set_name(right, b))
-    report.render_compare(out, names, compare.diff(left, right))
+        reference(kernels)  # first, so that a wrong --kernels is named as such
+        status = tables.read("status", sorted(a.rglob("status.parquet")))
+        figures = tables.read("figures", sorted(a.rglob("figures.parquet")))
+        paper = paper_tables(figures[figures["category"].isin(categories)],
+                             status[status["category"].isin(categories)], kernels)  # fmt: skip
+        names = (_set_name(left, a), "the seed paper: an RTX PRO 5000 (sm_120a), and its other-GPU columns")
+        report.render_paper(out, names, paper["table"], paper["counts"], paper["generation"], paper["coverage"],
+                            paper["structure"], report.navigation(categories, ""))  # fmt: skip
+        return
+    right = compare.result_set(Path(b))
+    right = right[right["category"].isin(categories)]
+    nav = report.navigation(categories, "", f"../{a.name}/")
+    report.render_compare(out, (_set_name(left, a), _set_name(right, b)), compare.diff(left, right), nav)
+
+
+def compare_categories(figures: pd.DataFrame, where: Path, asked: list[str]) -> list[str]:
+    """The categories a comparison covers: `asked` (each one present in `figures`), else every one `figures` holds."""
+    found = sorted(figures["category"].unique())
+    for category in asked:
+        if category not in found:
+            raise SmdissectError(f"--categories {category}: {where} holds no figures of it; pick from "
+                                 f"{', '.join(found)}")  # fmt: skip
+    return asked or found
 
 
 def gpus_page(folders: list[Path], out: Path) -> None:
@@ -271,10 +301,11 @@ def gpus_page(folders: list[Path], out: Path) -> None:
         counts = tables.read("status", sorted(folder.rglob("status.parquet")))["status"].value_counts()
         rows.append({"folder": folder.name, **{k: who.get(k, "") for k in ("gpu", "gpu_uuid", "arch")},
                      **{s: int(counts.get(s, 0)) for s in ("measured", "static", "failed")}})  # fmt: skip
-    report.render_gpus(out, pd.DataFrame(rows), [f.name for f in folders])
+    categories = sorted({p.parent.name for p in folders[0].glob("*/*/figures.parquet")})
+    report.render_gpus(out, pd.DataFrame(rows), [f.name for f in folders], categories)
 
 
 def _set_name(figures: pd.DataFrame, where: Path | str) -> str:
-    """How a compare page names a result set: its GPU, arch and folder."""
+    """How a compare page names a result set: its GPU and arch, and the folder's name (never a machine path)."""
     first = figures.iloc[0] if len(figures) else {"gpu": "?", "arch": "?"}
-    return f"{first['gpu']} ({first['arch']}) from {where}"
+    return f"{first['gpu']} ({first['arch']}), {Path(where).name}"

@@ -71,7 +71,7 @@ def torch_on(device: int) -> Any:
     try:
         import torch
     except ImportError:
-        fail("torch is not installed: pip install torch (with CUDA) to measure the library reference")
+        fail("torch is not installed: pip install -e '.[torch]' (PyTorch with CUDA) to measure the library reference")
     if not torch.cuda.is_available() or not 0 <= device < torch.cuda.device_count():
         fail(f"--device {device} out of range: {torch.cuda.device_count()} GPU(s) present", 2)
     torch.cuda.set_device(device)

@@ -1,8 +1,9 @@
 """Device slots: concurrent GPU jobs on one host each get a GPU of their own, never one another's.
 
-One lock file per GPU UUID (UUIDs are what NVML and every CUDA_VISIBLE_DEVICES setting agree on), held with
-fcntl.flock for the job's GPU work (its Python start and table writes stay outside, so a second admitted job
-overlaps them): the kernel releases it when the holder exits or dies, so a crashed job never leaves a GPU locked.
+One lock file per GPU UUID (UUIDs are what NVML and every CUDA_VISIBLE_DEVICES setting agree on), in one folder
+per host that every checkout and user shares, held with fcntl.flock for the job's GPU work (its Python start and
+table writes stay outside, so a second admitted job overlaps them): the kernel releases it when the holder exits or
+dies, so a crashed job never leaves a GPU locked.
 """
 
 from __future__ import annotations
@@ -11,25 +12,45 @@ import fcntl
 import os
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from .errors import SmdissectError
 
-LOCK_DIR = Path(".snakemake/smdissect-gpu-locks")
-LOCK_DIR_ENV = "SMDISSECT_GPU_LOCKS"  # overrides LOCK_DIR, e.g. to share the locks of several checkouts
+# One folder per host, whatever the checkout, the user or $TMPDIR, so that two snakemake runs never share a GPU.
+LOCK_DIR = Path("/tmp/smdissect-gpu-locks")
+LOCK_DIR_ENV = "SMDISSECT_GPU_LOCKS"  # overrides LOCK_DIR (a folder every user of the GPUs can write)
 WAIT_S = 3600.0  # how long a job waits for a free GPU before it fails
 POLL_S = 0.02  # a waiting job takes the GPU within this of its release
 
 
 def lock_dir() -> Path:
-    """Where the per-GPU lock files live: $SMDISSECT_GPU_LOCKS, else .snakemake/smdissect-gpu-locks/."""
+    """Where the per-GPU lock files live: $SMDISSECT_GPU_LOCKS, else /tmp/smdissect-gpu-locks/."""
     return Path(os.environ.get(LOCK_DIR_ENV) or LOCK_DIR)
+
+
+def _make_folder(folder: Path) -> None:
+    """The lock folder where it is missing; the host's default one writable by every user (sticky, as /tmp)."""
+    try:
+        folder.mkdir(parents=True)
+    except FileExistsError:
+        return
+    except PermissionError as err:
+        raise SmdissectError(f"cannot make the GPU lock folder {folder} ({err.strerror}): set {LOCK_DIR_ENV} to a "
+                             "folder every user of this host's GPUs can write") from None  # fmt: skip
+    if folder == LOCK_DIR:
+        folder.chmod(0o1777)
 
 
 def _try_lock(path: Path) -> int | None:
     """An open descriptor holding the exclusive lock on `path`, or None if another process holds it."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except PermissionError as err:
+        raise SmdissectError(f"cannot open the GPU lock {path} ({err.strerror}): set {LOCK_DIR_ENV} to a folder "
+                             "every user of this host's GPUs can write") from None  # fmt: skip
+    with suppress(PermissionError):  # another user's lock file stays as it is
+        os.fchmod(fd, 0o666)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -53,7 +74,7 @@ def acquire(
     Waits up to `wait_s` seconds while every eligible GPU is held by another job, then fails with one line.
     """
     folder = locks or lock_dir()
-    folder.mkdir(parents=True, exist_ok=True)
+    _make_folder(folder)
     candidates = [(i, folder / f"{u}.lock") for i, u in enumerate(uuids) if u]
     if not candidates:
         raise SmdissectError("no GPU of the configured model is visible: check CUDA_VISIBLE_DEVICES and nvidia-smi")

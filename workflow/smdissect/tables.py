@@ -152,6 +152,14 @@ def point_text(params: str) -> str:
     return ", ".join(f"{k}={v}" for k, v in point.items()) if isinstance(point, dict) else str(params)
 
 
+def kb_text(value: float) -> str:
+    """A size in KB as a person writes it: 48 KB, 24 MB, 2 GB."""
+    for unit, size in (("GB", 1024**2), ("MB", 1024)):
+        if value >= size:
+            return f"{value / size:.4g} {unit}"
+    return f"{value:.4g} KB"
+
+
 def frame(kind: str, rows: list[dict[str, Any]]) -> pd.DataFrame:
     """Rows as a DataFrame with exactly the columns of table `kind`, in schema order."""
     return pd.DataFrame(rows, columns=SCHEMAS[kind].names)

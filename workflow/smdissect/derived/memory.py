@@ -21,7 +21,7 @@ import pandas as pd
 from .. import archs, catalog, latency_modes
 from ..checks import Check, limit, on_plateau, plateau_check
 from ..figures import Figure, points
-from ..tables import point_text
+from ..tables import kb_text, point_text
 from .samples import from_values, keep, make, point_of, run_of, samples
 
 ROOT = Path(__file__).resolve().parents[3]  # the checkout (its kernels/ holds the manifest)
@@ -132,9 +132,6 @@ def strides(raw: pd.DataFrame) -> list[float]:
     return list(dict.fromkeys(mine["params"].map(lambda p: param(p, "stride_b"))))
 
 
-def _kb(value: float) -> str:
-    return f"{value:g} KB"
-
 
 def staircase(raw: pd.DataFrame) -> list[Figure]:
     """Per stride: each level's latency (the median of its points' medians, its spread the range of all their
@@ -156,21 +153,23 @@ def staircase(raw: pd.DataFrame) -> list[Figure]:
                 case="chase", metric=metric, unit="cycle", kind="derived", name=f"chase {lv.name} latency ({label})",
                 value=float(np.median(medians)), spread=float(values.max() - values.min()), samples=len(values),
                 derivation=f"level {lv.name} of the {label} chase: the median of the medians of its "
-                f"{len(lv.params)} points, footprints {_kb(lv.footprints[0])} to {_kb(lv.footprints[-1])}, each "
+                f"{len(lv.params)} points, footprints {kb_text(lv.footprints[0])} to {kb_text(lv.footprints[-1])}, "
+                "each "
                 f"within {NEAR:.0%} of it ({min(medians):.4g} .. {max(medians):.4g}; up to {pages} 2 MB "
                 f"page{'s' * (pages != 1)}, every slot read before the timed steps); spread: the range of all their "
                 "samples", params="", points=lv.params, method=method))  # fmt: skip
             if lv.after or not math.isnan(lv.next_level):
                 following = lv.after[0] if lv.after else lv.next_level
-                what = f"transition {_kb(lv.after[0])} to {_kb(lv.after[-1])}" if lv.after else "no transition point"
-                nxt = f", then level at {_kb(lv.next_level)}" if not math.isnan(lv.next_level) else ""
+                what = (f"transition {kb_text(lv.after[0])} to {kb_text(lv.after[-1])}" if lv.after
+                        else "no transition point")  # fmt: skip
+                nxt = f", then level at {kb_text(lv.next_level)}" if not math.isnan(lv.next_level) else ""
                 out.append(Figure(
                     case="chase", metric=f"{lv.name.lower().replace(' ', '')}_capacity", unit="KB", kind="derived",
                     name=f"chase {lv.name} capacity detected ({label})", value=lv.footprints[-1], spread=math.nan,
                     samples=int(sum(len(p) for p in parts)),
                     derivation=f"the last footprint of the {lv.name} level of the {label} chase "
-                    f"({line_kb(lv.footprints[-1], stride):g} KB of distinct 128 B lines); the next point, "
-                    f"{_kb(following)}, is off it: the capacity lies between the two ({what}{nxt})",
+                    f"({kb_text(line_kb(lv.footprints[-1], stride))} of distinct 128 B lines); the next point, "
+                    f"{kb_text(following)}, is off it: the capacity lies between the two ({what}{nxt})",
                     params="", points=lv.params, method=method))  # fmt: skip
         tail = _tail(raw, pts, found, label, method)
         if tail is not None:
@@ -184,12 +183,12 @@ def _tail(raw: pd.DataFrame, pts: pd.DataFrame, found: list[Level], label: str, 
     if pts.empty or (found and found[-1].params[-1] == pts["params"].iloc[-1]):
         return None
     last, before = pts.iloc[-1], pts.iloc[-2] if len(pts) > 1 else None
-    rise = (f"{last['value'] / before['value'] - 1:+.1%} from {_kb(before['footprint_kb'])} to "
-            f"{_kb(last['footprint_kb'])}" if before is not None else "one point")  # fmt: skip
+    rise = (f"{last['value'] / before['value'] - 1:+.1%} from {kb_text(before['footprint_kb'])} to "
+            f"{kb_text(last['footprint_kb'])}" if before is not None else "one point")  # fmt: skip
     pages = math.ceil(last["footprint_kb"] / PAGE_KB)
     fig = from_values("chase", "tail_latency", "cycle", f"chase latency at the largest footprint ({label})",
                       samples(raw, "chase", "latency", last["params"]),
-                      f"no level at the sweep's end: {_kb(last['footprint_kb'])} ({pages} 2 MB pages, every slot "
+                      f"no level at the sweep's end: {kb_text(last['footprint_kb'])} ({pages} 2 MB pages, every slot "
                       f"read before the timed steps) is on no plateau ({rise}): a mix of the last level's hits and "
                       "misses (and TLB misses), not one level's latency", [last["params"]], method)  # fmt: skip
     return _with([Check("plateau", "disagree", f"not saturated: on no level at the end of the sweep ({rise})")], fig)
@@ -403,7 +402,7 @@ def mlp(raw: pd.DataFrame) -> list[Figure]:
         g = g.sort_values("loads", ignore_index=True)
         base = g.iloc[0]
         out.append(from_values("mlp", "single_load_latency", "cycle",
-                               f"MLP round latency at {base['loads']:g} load ({_kb(kb)} footprint)",
+                               f"MLP round latency at {base['loads']:g} load ({kb_text(kb)} footprint)",
                                samples(raw, "mlp", "latency", base["params"]),
                                f"median round of {base['loads']:g} dependent chain in one thread", [base["params"]],
                                method))  # fmt: skip
@@ -413,7 +412,7 @@ def mlp(raw: pd.DataFrame) -> list[Figure]:
         after = (f"; at {beyond['loads']:g} it is {beyond['value'] / base['value'] - 1:+.1%}" if beyond is not None
                  else f"; every count of the sweep stays within: the knee lies beyond {knee['loads']:g}")  # fmt: skip
         out.append(Figure(case="mlp", metric="knee", unit="loads", kind="derived",
-                          name=f"MLP knee ({_kb(kb)} footprint)", value=float(knee["loads"]), spread=math.nan,
+                          name=f"MLP knee ({kb_text(kb)} footprint)", value=float(knee["loads"]), spread=math.nan,
                           samples=int(rows["params"].isin(g["params"].iloc[: n + 1]).sum()),
                           derivation=f"the most loads in flight whose round latency stays within {KNEE - 1:.0%} of "
                           f"one load's ({base['value']:.4g} cycles) at that and every smaller count: at "

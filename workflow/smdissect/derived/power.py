@@ -1,6 +1,7 @@
 """Derived figures of the power category, per precision: the power model P = P_infrastructure + k x active SMs
 (intercept, slope, R^2, rms and each point's residual), the intercept against the idle card and as a share of the
-board power at the most SMs, and TFLOPS/W at the most SMs, alone and over fp32 FFMA's."""
+board power at the most SMs, TFLOPS/W at the most SMs, alone and over fp32 FFMA's, and the SM clock NVML read
+under that load (lowest, highest, jitter)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ import pandas as pd
 from .. import power
 from ..figures import Figure
 from ..tables import canonical_params
-from .samples import at, keep, make, samples
+from .samples import at, keep, make, params_of, samples
 
 FP32 = "power_fp32_ffma"  # the precision TFLOPS/W is compared with
+CLOCK = "sm_clock_nvml"  # the SM clock NVML reads every 25 ms of each point's window
 
 
 def _jackknife(sms: np.ndarray, watts: np.ndarray) -> dict[str, float]:
@@ -124,6 +126,26 @@ def _share(raw: pd.DataFrame, case: str, intercept: Figure, top: str) -> Figure 
     return share
 
 
+def _clock(raw: pd.DataFrame, case: str) -> list[Figure]:
+    """The SM clock over every loaded window of one precision: its lowest and highest NVML reading, and their gap as
+    a share of the median (the jitter of the sustained clock)."""
+    loaded = params_of(raw, case, CLOCK)
+    clocks = np.concatenate([samples(raw, case, CLOCK, p) for p in loaded]) if loaded else np.array([])
+    if not len(clocks):
+        return []
+    lo, hi, mid = float(clocks.min()), float(clocks.max()), float(np.median(clocks))
+    over = f"the {len(clocks)} NVML readings ({CLOCK}, every 25 ms) over its {len(loaded)} loaded 1 s windows"
+    base = {"case": case, "kind": "derived", "spread": 0.0, "samples": len(clocks), "points": tuple(loaded)}
+    return [
+        Figure(metric="sustained_clock_min", unit="MHz", name=f"{case} sustained SM clock, lowest", value=lo,
+               derivation=f"lowest of {over}", **base),
+        Figure(metric="sustained_clock_max", unit="MHz", name=f"{case} sustained SM clock, highest", value=hi,
+               derivation=f"highest of {over}", **base),
+        Figure(metric="clock_jitter", unit="%", name=f"{case} SM clock jitter under load", value=100 * (hi - lo) / mid,
+               derivation=f"100 x (highest - lowest) / median ({mid:.0f} MHz) of {over}", **base),
+    ]  # fmt: skip
+
+
 def figures(frames: dict[str, pd.DataFrame], generic: list[Figure]) -> list[Figure]:
     """Every derived figure of the power category's run."""
     raw = frames.get("raw")
@@ -146,4 +168,5 @@ def figures(frames: dict[str, pd.DataFrame], generic: list[Figure]) -> list[Figu
             out += _efficiency(raw, case, top, fp32_top)
             if fit:
                 out.append(_share(raw, case, fit[0], top))
+        out += _clock(raw, case)
     return keep(out)

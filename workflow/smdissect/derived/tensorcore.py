@@ -1,6 +1,7 @@
 """Derived figures of the tensorcore category: per case its issue interval and its share of the format's dense peak
 at the point of peak FLOP/cycle/SM, wgmma's throughput and TFLOPS there, ldmatrix's shared-memory bytes per cycle,
-and the gap between the best wgmma and mma.sync at f16 -> f32."""
+each mma.sync case's ILP knee and the warps (one chain each) that saturate it, and the gap between the best wgmma
+and mma.sync at f16 -> f32."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import pandas as pd
 
 from .. import archs
 from ..figures import Figure
+from .pipelines import KNEE, chain_points, knee_figures, method_of, num, robust, series
 from .samples import at, keep, make, point_of, run_of, samples
+from .scheduler import saturation_warps
 
 SMSPS = archs.SCHEDULERS  # sub-partitions per SM: one mma.sync or ldmatrix warp issues on one of them
 # Bytes of shared memory one warp instruction of each ldmatrix case moves: .x1 one 8x8 b16 matrix (128 B), .x2 two,
@@ -16,6 +19,7 @@ SMSPS = archs.SCHEDULERS  # sub-partitions per SM: one mma.sync or ldmatrix warp
 SMEM_BYTES = {"ldmatrix_x1": 128, "ldmatrix_x2": 256, "ldmatrix_x4": 512, "stmatrix_ldmatrix_x4": 1024}
 GAP_MMA = "mma_f16_f32"  # the mma.sync m16n8k16 f16 -> f32 the wgmma f16 -> f32 cases are compared with
 GAP_WGMMA = ("wgmma_f16_ss", "wgmma_f16_rs")
+MMA_SYNC = ("mma_", "f8f6f4_", "mxf")  # the mma.sync cases: ILP knees and warps to saturate are theirs
 
 
 def tensor_format(case: str) -> tuple[str | None, bool, str | None]:
@@ -135,6 +139,31 @@ def gap(raw: pd.DataFrame, generic: list[Figure]) -> Figure | None:
                 [wg_at, sync_at], params=wg_at)  # fmt: skip
 
 
+def saturation_figures(raw: pd.DataFrame, generic: list[Figure]) -> list[Figure]:
+    """Per mma.sync case, the fewest warps (each one dependent chain, at its smallest ILP) reaching KNEE of the best
+    rate over warps there."""
+    out = []
+    for case, by_warps in chain_points(raw).items():
+        if not case.startswith(MMA_SYNC):
+            continue
+        ilp = min(i for at_warps in by_warps.values() for i in at_warps)
+        at_ilp = {w: pts[ilp] for w, pts in sorted(by_warps.items()) if ilp in pts}
+        if len(at_ilp) < 2:
+            continue
+        thr = series(raw, case, "throughput")
+        pts = {w: thr[p] for w, p in at_ilp.items()}
+        warps, spread = robust(saturation_warps, pts)
+        if warps is None:
+            continue
+        steps = ", ".join(f"{w}: {num(float(pd.Series(v).median()))}" for w, v in pts.items())
+        out.append(Figure(case=case, metric="saturation_warps", unit="warp", kind="derived",
+                          name=f"{case} warps to saturate at ilp={ilp}", value=float(warps), spread=spread,
+                          samples=sum(len(v) for v in pts.values()), derivation=f"fewest warps reaching {KNEE:.0%} of "
+                          f"the best throughput over warps at ilp={ilp} (op/cycle/SM by warps: {steps}); spread: over "
+                          "the repeats", points=tuple(at_ilp.values()), method=method_of(generic, case)))  # fmt: skip
+    return out
+
+
 def figures(frames: dict[str, pd.DataFrame], generic: list[Figure]) -> list[Figure]:
     """Every derived figure of the tensorcore category's run."""
     raw = frames.get("raw")
@@ -142,4 +171,5 @@ def figures(frames: dict[str, pd.DataFrame], generic: list[Figure]) -> list[Figu
         return []
     arch, gpu = run_of(raw)
     found = [f for case in dict.fromkeys(raw["case"]) for f in _case_figures(raw, generic, case, arch, gpu)]
-    return keep([*found, gap(raw, generic)])
+    knees = [f for f in knee_figures(raw, generic) if f.case.startswith(MMA_SYNC)]
+    return keep([*found, gap(raw, generic), *knees, *saturation_figures(raw, generic)])

@@ -14,6 +14,7 @@ import pandas as pd
 
 from smdissect import latency_modes, report
 from smdissect.derived import memory as derived
+from smdissect.tables import kb_text
 
 FLAVOURS = ["default", "ca", "cg", "cs", "lu", "cv", "nc", "const"]
 OLD_NEAR_FAR = ["latency_near", "latency_far", "far_share", "outlier_share"]  # chase_near_far before load_latency
@@ -53,7 +54,8 @@ def _staircase(frames: dict[str, pd.DataFrame]) -> str:
     found = levels(frames)
     on = {p: lv.level for lv in found.itertuples(index=False) for p in lv.points}
     data["region"] = data["params"].map(lambda p: on.get(p, "transition"))
-    x = alt.X("footprint_kb:Q", scale=alt.Scale(type="log"), title="footprint (KB)")
+    x = alt.X("footprint_kb:Q", scale=alt.Scale(type="log"), title="footprint",
+              axis=alt.Axis(labelExpr=report.KB_LABELS))
     color = alt.Color("stride:N", title="stride")
     lines = alt.Chart(data).mark_line(opacity=0.6).encode(x=x, y=alt.Y("value:Q", title="latency (cycle per load)"),
                                                           color=color)  # fmt: skip
@@ -204,7 +206,7 @@ def _mlp(frames: dict[str, pd.DataFrame]) -> str:
     data = report.points(raw, ["mlp"], "latency", ["loads", "footprint_kb"])
     if data.empty:
         return report.empty("no memory-level-parallelism measurements")
-    data["footprint"] = data["footprint_kb"].map(lambda kb: f"{int(kb)} KB")
+    data["footprint"] = data["footprint_kb"].map(kb_text)
     chart = (
         alt.Chart(data)
         .mark_line(point=True)

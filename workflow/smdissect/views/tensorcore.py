@@ -94,7 +94,9 @@ def _static(sass: pd.DataFrame, raw: pd.DataFrame | None, status: pd.DataFrame |
         reasons = status[status["status"] != "measured"].groupby("case")["reason"].first().to_dict()
     why = {c: str(reasons.get(c) or _needs(c)).removeprefix("not run: ") for c in forms["case"]}
     forms["run"] = ["measured" if c in measured else f"not run: {why[c]}" for c in forms["case"]]
-    return forms.sort_values(["case", "arch"])
+    here = set(raw["arch"]) if raw is not None and not raw.empty else set()
+    forms["other"] = ~forms["arch"].isin(here)  # the measured arch's rows first, the static archs' after
+    return forms.sort_values(["other", "arch", "case"]).drop(columns="other")
 
 
 def _needs(case: str) -> str:
