@@ -3,10 +3,11 @@ every category runs on a family's listing and SASS."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
@@ -54,6 +55,28 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str, st
         return compile_family(category, family)
 
     return compile_one
+
+
+@pytest.fixture(scope="session", autouse=True)
+def sass_once(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Dump each binary's SASS for an arch once per session (a family's is 4-30 MB and takes seconds; the SASS
+    tests of the build, of each category and of the pipeline's own sass stage all read it): later calls read the
+    saved text. A binary rebuilt (another mtime or size) is dumped again."""
+    folder, dump = tmp_path_factory.mktemp("sass"), sass.dump
+
+    def cached(binary: Path, arch: str) -> str:
+        stat = Path(binary).stat()
+        key = hashlib.sha1(f"{Path(binary).resolve()}|{stat.st_mtime_ns}|{stat.st_size}|{arch}".encode()).hexdigest()
+        saved = folder / f"{key}.sass"
+        if saved.exists():
+            return saved.read_text()
+        text = dump(binary, arch)
+        saved.write_text(text)
+        return text
+
+    sass.dump = cached
+    yield
+    sass.dump = dump
 
 
 @pytest.fixture(scope="session")

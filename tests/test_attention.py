@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import ARCHS, ROOT, assert_sass_claims, listing, raw_frame
-from smdissect import catalog, figures, sass, tables
+from smdissect import catalog, figures, pipeline, sass, tables
 from smdissect.views import attention as view
 
 CASES = catalog.load(ROOT / "kernels", "attention")
@@ -146,7 +146,7 @@ def figures_frame(raw: pd.DataFrame) -> pd.DataFrame:
 def test_view_on_a_real_shaped_run() -> None:
     raw = real_shaped_run()
     table = figures_frame(raw)
-    html = dict(view.sections({"raw": raw, "figures": table}))
+    html = dict(view.sections({"raw": raw, "figures": table, "reference": pipeline.reference(ROOT / "kernels")}))
     part = html["FlashAttention-2 tile loop: softmax vs tensor core per tile"]
     assert "<svg" in part and "paper sm_120" in part and "63.1" in part and ">40.00<" in part
     assert "tile_full QK + PV removed" in part and "tile_no_qk_no_pv cycles_per_tile" in part

@@ -62,8 +62,9 @@ def test_compare_gives_a_page(tmp_path: Path, options: list[str]) -> None:
     proc = run_cli(*SMD, "compare", "--a", str(TABLES), "--out", str(tmp_path / "cmp.html"), *options)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr[-3000:]
     page = (tmp_path / "cmp.html").read_text()
-    shown = options[options.index("--categories") + 1 :] if "--categories" in options else ["latency", "power"]
-    assert all(f'{c}.html"' in page for c in shown if not c.startswith("--"))  # the header links them
+    after = options[options.index("--categories") + 1 :] if "--categories" in options else ["latency", "power"]
+    shown = after[: next((i for i, o in enumerate(after) if o.startswith("--")), len(after))]
+    assert shown and all(f'{c}.html"' in page for c in shown)  # the header links them
 
 
 @pytest.mark.parametrize(

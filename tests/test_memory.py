@@ -181,7 +181,7 @@ def test_levels_of_the_h200_staircase(run_raw: pd.DataFrame) -> None:
     found = derived_by_name(run_raw)
     for label in LABELS:
         assert found[f"chase L1 latency ({label})"].value == pytest.approx(32.0, abs=0.05), label
-        assert found[f"chase L2 latency ({label})"].value == pytest.approx(279.7, abs=0.5), label
+        assert found[f"chase L2 latency ({label})"].value == pytest.approx(275.4, abs=0.5), label
     for label in LABELS[:3]:  # L1 up to 224 KB (off it at 256 KB), L2 up to 24 MB (off it at 32 MB)
         assert found[f"chase L1 capacity detected ({label})"].value == 224
         assert found[f"chase L2 capacity detected ({label})"].value == 24576
@@ -191,17 +191,17 @@ def test_levels_of_the_h200_staircase(run_raw: pd.DataFrame) -> None:
     assert found["chase L2 capacity detected (stride 2048 B)"].value == 262144  # 16 MB of lines, as the others
     assert "16 MB of distinct 128 B lines" in found["chase L2 capacity detected (stride 2048 B)"].derivation
     dram = found["chase DRAM latency (random)"]  # 512 MB to 2 GB: the sweep reaches DRAM's plateau
-    assert dram.value == pytest.approx(675.1, abs=0.5) and dram.metric == "dram_latency" and len(dram.points) == 3
+    assert dram.value == pytest.approx(646.2, abs=0.5) and dram.metric == "dram_latency" and len(dram.points) == 3
     tail = found["chase latency at the largest footprint (stride 2048 B)"]  # its DRAM level lies beyond 2 GB
-    assert tail.value == pytest.approx(580.8, abs=0.5) and tail.params == '{"footprint_kb":2097152,"stride_b":2048}'
+    assert tail.value == pytest.approx(557.9, abs=0.5) and tail.params == '{"footprint_kb":2097152,"stride_b":2048}'
     assert [(c.name, c.verdict) for c in tail.checks] == [("plateau", "disagree")]
-    assert "not saturated" in tail.checks[0].detail and "+28.4% from 1 GB to 2 GB" in tail.checks[0].detail
+    assert "not saturated" in tail.checks[0].detail and "+27.2% from 1 GB to 2 GB" in tail.checks[0].detail
     assert "chase latency at the largest footprint (random)" not in found
     l1, l2 = found["chase L1 latency (random)"], found["chase L2 latency (random)"]
     assert [json.loads(p)["footprint_kb"] for p in l1.points] == [1, 4, 16, 32, 64, 128, 192, 224]
     assert json.loads(l2.points[0])["footprint_kb"] == 384 and len(l2.points) == 8 and l2.samples == 72
     level = run_raw[(run_raw["case"] == "chase") & run_raw["params"].isin(l2.points)]["value"]
-    assert l2.spread == pytest.approx(level.max() - level.min()) and 0.5 < l2.spread < 1  # the range of all its samples
+    assert l2.spread == pytest.approx(level.max() - level.min()) and 0.5 < l2.spread < 2  # the range of all its samples
     metrics = {f.metric for n, f in found.items() if n.startswith("chase ") and "latency" in n}
     assert metrics == {"latency", "l1_latency", "l2_latency", "dram_latency", "tail_latency"}  # `latency`: paper's L1
     assert l1.metric == "latency" and found["chase L1 latency (stride 128 B)"].metric == "l1_latency"
@@ -272,10 +272,10 @@ def test_the_conflict_penalty_is_fitted_per_repeat() -> None:
 def test_mlp_knees(run_raw: pd.DataFrame) -> None:
     found = derived_by_name(run_raw)
     l2, dram = found["MLP knee (8 MB footprint)"], found["MLP knee (512 MB footprint)"]
-    assert l2.value == 12 and "at 12 loads +20.0%" in l2.derivation  # on the 20% boundary: session 5 found 8 (+20.1%)
+    assert l2.value == 12 and "at 12 loads +18.7%" in l2.derivation  # near the 20% boundary: session 5 found 8
     assert dram.value == 4 and dram.params == '{"footprint_kb":524288,"loads":4}'
-    assert found["MLP round latency at 1 load (8 MB footprint)"].value == pytest.approx(279.8, abs=0.1)
-    assert found["MLP round latency at 1 load (512 MB footprint)"].value == pytest.approx(665.5, abs=0.2)
+    assert found["MLP round latency at 1 load (8 MB footprint)"].value == pytest.approx(275.4, abs=0.1)
+    assert found["MLP round latency at 1 load (512 MB footprint)"].value == pytest.approx(637.1, abs=0.2)
     rows = [("mlp", {"footprint_kb": 8192, "loads": n}, "latency", [v]) for n, v in
             zip((1, 4, 8, 16, 32), (600, 605, 610, 900, 1800), strict=True)]  # fmt: skip
     assert derived_by_name(raw_frame(rows, unit="cycle"))["MLP knee (8 MB footprint)"].value == 8
@@ -306,7 +306,7 @@ def test_bandwidth_shares_and_library_ratios(run_raw: pd.DataFrame) -> None:
     mine = derived_by_name(cut, generic)  # a peak that has not levelled passes that on to what it gives
     copy = mine["dram_copy best bandwidth, share of datasheet DRAM"]
     assert [(c.name, c.verdict) for c in copy.checks] == [("plateau of the peak", "disagree")]
-    assert copy.points == ('{"ctas":128,"loads":8}',) and "+22.9% from ctas=64" in copy.checks[0].detail
+    assert copy.points == ('{"ctas":128,"loads":8}',) and "+22.3% from ctas=64" in copy.checks[0].detail
     assert not mine["dram_read best bandwidth, share of datasheet DRAM"].checks
 
 
@@ -316,7 +316,7 @@ def test_view_on_a_real_shaped_run(run_raw: pd.DataFrame) -> None:
     frames = {"raw": raw, "figures": tables.frame("figures", figures.rows(found, {"category": "memory"}))}
     html = dict(view.sections(frames))
     staircase = html["Pointer-chase staircase and detected levels"]
-    assert "<svg" in staircase and "L2: 279.7 cycles" in staircase and "L1: 32.00 cycles" in staircase
+    assert "<svg" in staircase and "L2: 275.4 cycles" in staircase and "L1: 32.00 cycles" in staircase
     assert "chase L2 capacity detected (random)" in staircase and ">24576<" in staircase
     assert "transition" in staircase and "timed loads per sample" in staircase
     assert "chase latency at footprint_kb" not in staircase
@@ -328,7 +328,7 @@ def test_view_on_a_real_shaped_run(run_raw: pd.DataFrame) -> None:
     shared = html["Shared memory: bank conflicts, widths, broadcast, capacity"]
     assert ">2.001<" in shared and "32-bit LDS chase" in shared and "no address arithmetic" in shared
     bandwidth = html["Bandwidth"]
-    assert "dram_read best bandwidth, share of datasheet DRAM" in bandwidth and ">0.9596<" in bandwidth
+    assert "dram_read best bandwidth, share of datasheet DRAM" in bandwidth and ">0.9397<" in bandwidth
     assert "l2_read best bandwidth, share" not in bandwidth and "dram_copy best bandwidth over torch_copy" in bandwidth
     assert "MLP knee (8 MB footprint)" in html["Memory-level parallelism"]
     assert "type 0 u32" in html["Atomics"] and "contention=1, type=0" in html["Atomics"]

@@ -1,17 +1,15 @@
-"""Index, coverage and compare pages from the committed H200 tables; Snakemake's own report bundle."""
+"""Index, coverage and compare pages from the committed H200 tables."""
 
 from __future__ import annotations
 
 import re
 import sys
-import zipfile
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from conftest import ROOT, run_cli
 from smdissect import catalog, compare, coverage, tables
-from test_workflow import NO_GPU, copy_workflow, snakemake
 
 RUN = ROOT / "reports" / "h200" / "tables"
 
@@ -89,13 +87,3 @@ def test_index_from_committed_tables(tmp_path: Path) -> None:
     # no status tables given: every planned point of the run's arch is missing, the other arch's only built
     assert re.search(r"On this GPU \(sm_90a\): <b>0</b> of ([\d,]+) planned points measured \(0\.0%\), 0 static "
                      r"with the reason given, 0 failed, \1 missing\. sm_120a: [\d,]+ points built", page)
-
-
-@pytest.mark.skipif(not NO_GPU, reason="uses the no-GPU run; this machine has a GPU")
-def test_snakemake_report_bundles_the_pages(tmp_path: Path) -> None:
-    copy_workflow(tmp_path)
-    assert snakemake(tmp_path, "latency").returncode == 0
-    proc = snakemake(tmp_path, "latency", "--report", "bundle.zip")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    names = zipfile.ZipFile(tmp_path / "bundle.zip").namelist()
-    assert any(n.endswith("latency.html") for n in names), names

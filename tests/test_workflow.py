@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pandas as pd
@@ -92,6 +93,12 @@ class TestNoGpuRun:
         for arch in ("sm_90a", "sm_120a"):
             checks = pd.concat(pd.read_parquet(p) for p in (ran / "results/static" / arch).rglob("sass_checks.parquet"))
             assert (checks.verdict == "agree").all() and len(checks) > 0
+
+    def test_snakemake_report_bundles_the_pages(self, ran: Path) -> None:
+        proc = snakemake(ran, "--report", "bundle.zip")
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        names = zipfile.ZipFile(ran / "bundle.zip").namelist()
+        assert any(n.endswith("latency.html") for n in names), names
 
     def test_report_names_every_skipped_stage(self, ran: Path) -> None:
         html = (ran / "reports/static/latency.html").read_text()

@@ -198,11 +198,11 @@ def report_page(
         [{"case": c.id, "ptx": c.ptx, "pipe": c.pipe or "", "kind": c.kind, "measures": ", ".join(c.measures)}
          for c in cases]
     )  # fmt: skip
+    frames["reference"] = reference(kernels)
     if "raw" in frames:
         provenance = raw_provenance(frames["raw"]) | provenance
     title = catalog.title(kernels, category)
-    report.render_category(out, category, title, frames, skipped, provenance, reference(kernels), categories,
-                           elsewhere or {})  # fmt: skip
+    report.render_category(out, category, title, frames, skipped, provenance, categories, elsewhere or {})
 
 
 def raw_provenance(raw: pd.DataFrame) -> dict[str, str]:

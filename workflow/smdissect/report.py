@@ -582,12 +582,12 @@ def render_category(
     tables: dict[str, pd.DataFrame],
     skipped: dict[str, str],
     provenance: dict[str, str],
-    reference: pd.DataFrame,
     categories: list[str],
     elsewhere: dict[str, str],
 ) -> None:
-    """Write one category's report page: findings first, then the view's evidence, coverage, and the long
-    evidence tables folded; `elsewhere` maps a static reason to the page of a run that measured those points."""
+    """Write one category's report page (`tables` holds the category's tables and the paper's `reference`): findings
+    first, then the view's evidence, coverage, and the long evidence tables folded; `elsewhere` maps a static
+    reason to the page of a run that measured those points."""
     from . import headlines
 
     def part(name: str, render: Callable[[pd.DataFrame], str]) -> str:
@@ -596,6 +596,7 @@ def render_category(
 
     run_arch = str(provenance.get("arch", ""))
     figures = tables.get("figures", pd.DataFrame())
+    reference = tables.get("reference", pd.DataFrame())
     key = headlines.table(figures, reference, headlines.key_findings(category)) if len(figures) else pd.DataFrame()
     key = key[key["status"].isin(("verified", "unverified"))] if len(key) else key
     sass = ("<h3>Expected opcodes</h3>" + part("sass_checks", lambda c: _sass_checks(c, run_arch))

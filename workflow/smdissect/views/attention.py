@@ -9,7 +9,7 @@ import pandas as pd
 from smdissect import report
 
 VARIANTS = ["full", "no_softmax", "no_qk", "no_pv", "no_qk_no_pv", "double_softmax", "double_qk"]
-PAPER = {"softmax": 63.1, "tensor core": 36.9}  # % of per-tile cycles on sm_120 (reference/seed_sm120.csv)
+PAPER = {"softmax": "flashattn_softmax_share_sm120", "tensor core": "flashattn_tc_share_sm120"}  # reference ids
 POINT = ["head_dim", "ctas_per_sm"]
 SPLITS = ("softmax_share", "tensor_share", "qk_pv_removed", "second_softmax_adds", "second_qk_adds")
 ALTERNATING = ("softmax_share", "tensor_share")  # cases measuring a share with the two variants launched alternately
@@ -40,7 +40,14 @@ def tiles(figures: pd.DataFrame) -> pd.DataFrame:
     return _order(rows, ("cycles_per_tile",))
 
 
-def _split_chart(table: pd.DataFrame) -> str:
+def paper_split(frames: dict[str, pd.DataFrame]) -> dict[str, float]:
+    """The paper's sm_120 per-tile split (% of cycles per part), from the reference table the page was given."""
+    ref = frames.get("reference")
+    values = ref.set_index("id")["value"] if ref is not None and len(ref) else pd.Series(dtype=float)
+    return {part: float(values[i]) for part, i in PAPER.items() if i in values.index}
+
+
+def _split_chart(table: pd.DataFrame, paper: dict[str, float]) -> str:
     """Stacked bars: softmax, tensor core and the rest of the per-tile cycles, per head dim and CTAs per SM (the
     derived figures), with the paper's sm_120 split as its own bar."""
     import altair as alt  # the pages' machine has it; a GPU machine making tables may not
@@ -53,7 +60,7 @@ def _split_chart(table: pd.DataFrame) -> str:
         label = f"d={report.param(params, 'head_dim')}, {report.param(params, 'ctas_per_sm')} CTA/SM"
         soft, tensor = values["softmax_share"], values["tensor_share"]
         bars += [(label, "softmax", soft), (label, "tensor core", tensor), (label, "other", 100 - soft - tensor)]
-    bars += [("paper sm_120", part, share) for part, share in PAPER.items()]
+    bars += [("paper sm_120", part, share) for part, share in paper.items()]
     data = pd.DataFrame(bars, columns=["point", "part", "share"]).dropna()
     chart = (
         alt.Chart(data)
@@ -73,15 +80,16 @@ def _decomposition_section(frames: dict[str, pd.DataFrame]) -> str:
     table = decomposition(figures)
     if table.empty:
         return report.empty("no per-tile attention measurements")
+    paper = paper_split(frames)
     note = report.empty(
         "shares from one wave of CTAs over 4096 keys (64 tiles): softmax = (full - no_softmax) / full, tensor core "
         "= (full - no_qk_no_pv) / full; they need not add to 100%: the K/V streaming, loop and what the two stages "
         "overlap make the rest (negative where they overlap). softmax_share and tensor_share measure the same two "
-        f"shares with the two variants launched alternately. Paper, sm_120: softmax {PAPER['softmax']}%, tensor core "
-        f"{PAPER['tensor core']}%"
+        "shares with the two variants launched alternately. Paper, sm_120 (another GPU): "
+        + ", ".join(f"{part} {share:g}%" for part, share in paper.items())
     )
     cycles = tiles(figures)
-    return (_split_chart(table) + note + report.figure_table(table)
+    return (_split_chart(table, paper) + note + report.figure_table(table)
             + "<h3>Cycles per tile of every variant</h3>" + report.figure_table(cycles))  # fmt: skip
 
 
