@@ -22,7 +22,7 @@ def cells(page: str) -> list[list[str]]:
 
 @pytest.fixture(scope="module")
 def measured() -> pd.DataFrame:
-    return compare.result_set(RUN)
+    return compare.result_set(compare.figures_in(RUN))
 
 
 def test_diff_flags_only_beyond_the_spread_and_the_floor(measured: pd.DataFrame) -> None:

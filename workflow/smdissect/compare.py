@@ -18,12 +18,16 @@ COLUMNS = ["category", "figure", "case", "metric", "unit", "params", "kind", "va
            "paper", "gpu", "arch"]  # fmt: skip
 
 
-def result_set(folder: Path) -> pd.DataFrame:
-    """Every figure under `folder` (results/<gpu>/ or a committed reports/<gpu>/tables/), one row each."""
+def figures_in(folder: Path) -> pd.DataFrame:
+    """Every figure under `folder` (results/<gpu>/ or a committed reports/<gpu>/tables/), with every column."""
     paths = sorted(folder.rglob("figures.parquet"))
     if not paths:
         raise SmdissectError(f"{folder} holds no figures.parquet: run `snakemake --cores all tables` for that GPU")
-    figures = tables.read("figures", paths)
+    return tables.read("figures", paths)
+
+
+def result_set(figures: pd.DataFrame) -> pd.DataFrame:
+    """A set of figures as a comparison takes it: the compared columns, one row per figure in key order."""
     return figures[COLUMNS].sort_values(KEYS, ignore_index=True)
 
 

@@ -25,11 +25,11 @@ from . import catalog, derived
 from .config import load_yaml
 from .derived import pipelines as pipes
 from .errors import SmdissectError
+from .pipeline import REFERENCE, reference
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ROOT / "kernels"
 MAP = "reference/paper_map.yaml"
-REFERENCE = "reference/seed_sm120.csv"
 DERIVED = Path(derived.__file__).parent  # the derivers: the metric names they can give are their string literals
 
 # Why a row of the paper has no counterpart here: the only reasons a map entry may give.
@@ -167,11 +167,6 @@ FORMULAS: dict[str, Formula] = {
 
 
 # --- the map: load and check -------------------------------------------------------------------------------------
-
-
-def reference(kernels: Path = KERNELS) -> pd.DataFrame:
-    """The paper's figures (reference/seed_sm120.csv beside the kernels folder)."""
-    return pd.read_csv(kernels.parent / REFERENCE)
 
 
 def read_map(path: Path) -> dict[str, Any]:

@@ -269,20 +269,19 @@ def compare_page(a: Path, b: str, kernels: Path, categories: list[str], out: Pat
     """The diff page of two result sets (folders of figures tables), or of one against the paper (`b` = 'paper')."""
     from . import compare, report
 
-    left = compare.result_set(a)
-    categories = compare_categories(left, a, categories)
-    left = left[left["category"].isin(categories)]
+    figures = compare.figures_in(a)
+    categories = compare_categories(figures, a, categories)
+    figures = figures[figures["category"].isin(categories)]
     if b == compare.PAPER:
         reference(kernels)  # first, so that a wrong --kernels is named as such
         status = tables.read("status", sorted(a.rglob("status.parquet")))
-        figures = tables.read("figures", sorted(a.rglob("figures.parquet")))
-        paper = paper_tables(figures[figures["category"].isin(categories)],
-                             status[status["category"].isin(categories)], kernels)  # fmt: skip
-        names = (_set_name(left, a), "the seed paper: an RTX PRO 5000 (sm_120a), and its other-GPU columns")
+        paper = paper_tables(figures, status[status["category"].isin(categories)], kernels)
+        names = (_set_name(figures, a), "the seed paper: an RTX PRO 5000 (sm_120a), and its other-GPU columns")
         report.render_paper(out, names, paper["table"], paper["counts"], paper["generation"], paper["coverage"],
                             paper["structure"], report.navigation(categories, ""))  # fmt: skip
         return
-    right = compare.result_set(Path(b))
+    left = compare.result_set(figures)
+    right = compare.result_set(compare.figures_in(Path(b)))
     right = right[right["category"].isin(categories)]
     nav = report.navigation(categories, "", f"../{a.name}/")
     report.render_compare(out, (_set_name(left, a), _set_name(right, b)), compare.diff(left, right), nav)

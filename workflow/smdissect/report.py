@@ -313,14 +313,17 @@ def counts_line(figures: pd.DataFrame) -> str:
 def figure_rows(figures: pd.DataFrame, columns: tuple[str, ...] = ("figure", "value", "unit", "spread", "status",
                                                                     "reason", "method")) -> pd.DataFrame:  # fmt: skip
     """Figures as display rows: value to 4 significant figures, spread as a share, the status as a badge."""
-    out = pd.DataFrame({
-        "figure": figures["figure"], "unit": figures["unit"],
-        "value": [number(v, resolution=r) for v, r in zip(figures["value"], figures["resolution"], strict=True)],
-        "spread": [share(s, v) for s, v in zip(figures["spread"], figures["value"], strict=True)],
-        "status": figures["status"].map(badge), "reason": figures["reason"], "method": figures["method"],
-        "derivation": figures["derivation"], "checks": figures["checks"], "case": figures["case"],
-    })  # fmt: skip
-    return out[list(columns)]
+    return shown(figures)[list(columns)]
+
+
+def shown(rows: pd.DataFrame) -> pd.DataFrame:
+    """Rows with a value, its resolution, spread and status, as a page shows them: the value as a person writes it
+    (to its resolution), the spread as a share of it, the status as a badge."""
+    return rows.assign(
+        value=[number(v, resolution=r) for v, r in zip(rows["value"], rows["resolution"], strict=True)],
+        spread=[share(sp, v) for sp, v in zip(rows["spread"], rows["value"], strict=True)],
+        status=rows["status"].map(badge),
+    )  # fmt: skip
 
 
 def not_measured(frames: dict[str, pd.DataFrame], cases: list[str]) -> str:
@@ -383,13 +386,8 @@ def _all_figures(figures: pd.DataFrame) -> str:
 
 def headline_rows(rows: pd.DataFrame) -> pd.DataFrame:
     """Headline or key-finding rows (headlines.table) for display: values as a person writes them, badges."""
-    shown = rows.assign(
-        value=[number(v, resolution=r) for v, r in zip(rows["value"], rows["resolution"], strict=True)],
-        spread=[share(sp, v) for sp, v in zip(rows["spread"], rows["value"], strict=True)],
-        status=rows["status"].map(badge), paper_sm120=rows["paper_sm120"].map(number),
-    )  # fmt: skip
-    shown = shown.rename(columns={"paper_sm120": "paper (RTX PRO 5000, another GPU)"})
-    return shown.drop(columns=["figure", "resolution"])
+    out = shown(rows).assign(paper_sm120=rows["paper_sm120"].map(number)).drop(columns=["figure", "resolution"])
+    return out.rename(columns={"paper_sm120": "paper (RTX PRO 5000, another GPU)"})
 
 
 def _status(status: pd.DataFrame, elsewhere: dict[str, str]) -> str:
@@ -440,7 +438,7 @@ def _ilp_chart(raw: pd.DataFrame, cases: pd.DataFrame | None) -> str:
                     x=alt.X("ilp:Q", scale=alt.Scale(type="log", base=2), title="ILP (independent chains)",
                             axis=alt.Axis(values=sorted(data["ilp"].unique().tolist()), format="d")),
                     y=alt.Y("value:Q", scale=alt.Scale(type="log"), title=f"median throughput ({unit})"),
-                    color=alt.Color("case:N"), shape=alt.Shape("case:N"),
+                    color=alt.Color("case:N"),
                 )
                 .properties(width=240, height=180)
             )  # fmt: skip
