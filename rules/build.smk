@@ -1,4 +1,5 @@
-# build: nvcc compiles one case family for one arch; the toolkit version is a rerun trigger.
+# build: nvcc compiles one case family for one arch; the toolkit version is a rerun trigger. A family with patch
+# targets also gets its patched cubins beside the binary (controlcodes.prepare), where its binary reads them.
 rule build:
     input:
         source=lambda wildcards: PLAN.source(wildcards.category, wildcards.family),
@@ -7,6 +8,7 @@ rule build:
     output:
         binary="build/{arch}/{category}/{family}",
         listing="build/{arch}/{category}/{family}.json",
+        cubins=directory("build/{arch}/{category}/{family}.cubins"),  # controlcodes.CUBIN_DIR: empty if unpatched
     params:
         nvcc=S["nvcc"],
         toolchain=PLAN.nvcc_version,
@@ -21,4 +23,4 @@ rule build:
     shell:
         "smdissect build --source {input.source} --binary {output.binary} --listing {output.listing}"
         " --arch {wildcards.arch} --include kernels/common --nvcc {params.nvcc} --flags={params.flags:q}"
-        " 2> {log} || (cat {log} >&2; exit 1)"
+        " 2> {log}"

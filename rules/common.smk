@@ -1,5 +1,9 @@
-# Input functions shared by the rules, and the software environment of every job.
+# Input functions shared by the rules, and the software environment of every job. Every table's path comes from the
+# registry (smdissect.tables.TABLES): a rule names a table kind, never its path.
 import json
+
+from smdissect.tables import CATEGORY, STATIC, TABLES
+from smdissect.tables import find as find_tables
 
 ENV = "../workflow/envs/smdissect.yaml"  # with --software-deployment-method conda (ncu and the driver stay the host's)
 
@@ -16,53 +20,35 @@ def family_files(pattern, profiled=False):
     return paths
 
 
+def family_tables(kind):
+    """The files of table `kind` (tables.TABLES) of every family, or every profiled family, of the job's category."""
+    return family_files(TABLES[kind].pattern, TABLES[kind].profiled)
+
+
+def planned_tables(kind, folder, categories=None):
+    """Every file of table `kind` this run plans for results/<folder>/ over `categories` (default: every configured
+    one): a static table's of every built arch, a GPU table's of the folder's arch (none where this run fills no such
+    folder); one per category, or per family (or profiled family) of each."""
+    table = TABLES[kind]
+    archs = PLAN.archs if table.per == STATIC else [PLAN.arch_of[folder]] if folder in PLAN.arch_of else []
+    files = []
+    for arch in archs:
+        for category in PLAN.families if categories is None else categories:
+            if table.per == CATEGORY:
+                files.append(table.pattern.format(gpu=folder, arch=arch, category=category))
+                continue
+            fams = PLAN.profiled_in(category, arch) if table.profiled else PLAN.families[category]
+            files += [table.pattern.format(gpu=folder, arch=arch, category=category, family=f) for f in fams]
+    return files
+
+
 def report_inputs(wildcards):
-    """The static SASS tables of every arch, plus the GPU tables of a folder this run fills."""
-    fams = PLAN.families[wildcards.category]
-    static = "results/static/{arch}/{category}/{family}/{table}.parquet"
-    inputs = {
-        t: expand(static, arch=PLAN.archs, category=wildcards.category, family=fams, table=t)
-        for t in ("sass", "sass_checks", "controlcodes")
-    }
-    arch = PLAN.arch_of.get(wildcards.gpu)
-    if arch:
-        gpu_dir = f"results/{wildcards.gpu}/{arch}/{wildcards.category}"
-        for t in ("raw", "status"):
-            inputs[t] = expand(f"{gpu_dir}/{{family}}/{t}.parquet", family=fams)
-        for t in ("ncu", "stalls", "pipes"):
-            inputs[t] = expand(f"{gpu_dir}/{{family}}/{t}.parquet", family=PLAN.profiled_in(wildcards.category, arch))
-        inputs["crossval"] = [f"{gpu_dir}/crossval.parquet"]
-        inputs["figures"] = [f"{gpu_dir}/figures.parquet"]
-    return inputs
-
-
-def category_table(table, folder):
-    """One per-category GPU table (crossval, figures) of every category of a results folder (none where this run
-    fills none)."""
-    arch = PLAN.arch_of.get(folder)
-    return [f"results/{folder}/{arch}/{category}/{table}.parquet" for category in PLAN.families] if arch else []
+    """Every table of a category's page: the static ones of every arch, the GPU ones of a folder this run fills."""
+    return {kind: planned_tables(kind, wildcards.gpu, [wildcards.category]) for kind in TABLES}
 
 
 def folder_figures(folder):
     """The figures tables of a results folder: planned ones for a folder this run fills, else those on disk."""
     if folder in PLAN.arch_of:
-        return category_table("figures", folder)
-    return sorted(Path(f"results/{folder}").rglob("figures.parquet"))
-
-
-def category_tables(table, folder, category):
-    """One GPU table of every family of one category of a results folder (none where this run fills none)."""
-    arch = PLAN.arch_of.get(folder)
-    return [f"results/{folder}/{arch}/{category}/{family}/{table}.parquet" for family in PLAN.families[category]] if arch else []
-
-
-def gpu_tables(table, folder):
-    """One GPU table of every family of every category of a results folder (none where this run fills none)."""
-    arch = PLAN.arch_of.get(folder)
-    if not arch:
-        return []
-    return [
-        f"results/{folder}/{arch}/{category}/{family}/{table}.parquet"
-        for category, fams in PLAN.families.items()
-        for family in fams
-    ]
+        return planned_tables("figures", folder)
+    return find_tables("figures", Path("results", folder))

@@ -1,14 +1,14 @@
 # crossval: clock64 against the counters, the manifest against the SASS, for every case of a category.
 rule crossval:
     input:
-        raw=family_files("results/{gpu}/{arch}/{category}/{family}/raw.parquet"),
-        ncu=family_files("results/{gpu}/{arch}/{category}/{family}/ncu.parquet", profiled=True),
-        stalls=family_files("results/{gpu}/{arch}/{category}/{family}/stalls.parquet", profiled=True),
-        sass_checks=family_files("results/static/{arch}/{category}/{family}/sass_checks.parquet"),
-        listings=family_files("build/{arch}/{category}/{family}.json"),
+        raw=family_tables("raw"),
+        ncu=family_tables("ncu"),
+        stalls=family_tables("stalls"),
+        sass_checks=family_tables("sass_checks"),
+        listings=family_files(rules.build.output.listing),
         manifest="kernels/{category}/cases.yaml",
     output:
-        "results/{gpu}/{arch}/{category}/crossval.parquet",
+        TABLES["crossval"].pattern,
     benchmark:
         "benchmarks/crossval/{gpu}/{arch}/{category}.tsv"
     log:
@@ -18,4 +18,4 @@ rule crossval:
     shell:
         "smdissect crossval --kernels kernels --category {wildcards.category} --out {output}"
         " --raw {input.raw} --ncu {input.ncu} --stalls {input.stalls} --sass-checks {input.sass_checks}"
-        " --listings {input.listings} 2> {log} || (cat {log} >&2; exit 1)"
+        " --listings {input.listings} 2> {log}"

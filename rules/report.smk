@@ -10,9 +10,7 @@ rule report:
         skipped=json.dumps(PLAN.skipped),
         provenance=lambda wildcards: json.dumps(PLAN.provenance(wildcards.gpu)),
         tables=lambda wildcards, input: " ".join(
-            f"--{t.replace('_', '-')} {' '.join(input[t])}"
-            for t in ("raw", "status", "ncu", "stalls", "pipes", "crossval", "figures", "sass", "sass_checks", "controlcodes")
-            if t in input.keys()
+            f"--{kind.replace('_', '-')} {' '.join(input[kind])}" for kind in TABLES if input[kind]
         ),
         categories=" ".join(PLAN.families),
     log:
@@ -23,15 +21,15 @@ rule report:
         "smdissect report --kernels kernels --category {wildcards.category} --out {output}"
         " --skipped {params.skipped:q} --provenance {params.provenance:q} {params.tables}"
         " --categories {params.categories}"
-        " 2> {log} || (cat {log} >&2; exit 1)"
+        " 2> {log}"
 
 
 rule index:
     input:
         pages=expand("reports/{{gpu}}/{category}.html", category=PLAN.families),
-        raw=lambda wildcards: gpu_tables("raw", wildcards.gpu),
-        status=lambda wildcards: gpu_tables("status", wildcards.gpu),
-        figures=lambda wildcards: category_table("figures", wildcards.gpu),
+        raw=lambda wildcards: planned_tables("raw", wildcards.gpu),
+        status=lambda wildcards: planned_tables("status", wildcards.gpu),
+        figures=lambda wildcards: planned_tables("figures", wildcards.gpu),
         reference="reference/seed_sm120.csv",
     output:
         report("reports/{gpu}/index.html", caption="../reports/templates/index.rst", category="smdissect"),
@@ -49,14 +47,14 @@ rule index:
         "smdissect index --kernels kernels --gpu {wildcards.gpu} --out {output}"
         " --categories {params.categories} --archs {params.archs} --run-arch={params.run_arch:q}"
         " --raw {input.raw} --status {input.status} --figures {input.figures}"
-        " --skipped {params.skipped:q} --provenance {params.provenance:q} 2> {log} || (cat {log} >&2; exit 1)"
+        " --skipped {params.skipped:q} --provenance {params.provenance:q} 2> {log}"
 
 
 # compare: every quantity of one GPU's results against the paper's figures (b=paper), or two result folders
 # (`snakemake reports/compare/h200-vs-rtx-pro-5000.html` compares results/h200 with results/rtx-pro-5000).
 rule compare_paper:
     input:
-        figures=lambda wildcards: category_table("figures", wildcards.gpu),
+        figures=lambda wildcards: planned_tables("figures", wildcards.gpu),
         reference="reference/seed_sm120.csv",
     output:
         report("reports/{gpu}/compare-paper.html", caption="../reports/templates/compare.rst", category="smdissect"),
@@ -68,7 +66,7 @@ rule compare_paper:
         ENV
     shell:
         "smdissect compare --a results/{wildcards.gpu} --b paper --categories {params.categories}"
-        " --out {output} 2> {log} || (cat {log} >&2; exit 1)"
+        " --out {output} 2> {log}"
 
 
 # gpus: with device: all, one page over every GPU's folder, linking each index and the comparisons.
@@ -84,7 +82,7 @@ rule gpus:
     conda:
         ENV
     shell:
-        "smdissect gpus --folders {params.folders} --out {output} 2> {log} || (cat {log} >&2; exit 1)"
+        "smdissect gpus --folders {params.folders} --out {output} 2> {log}"
 
 
 rule compare:
@@ -99,4 +97,4 @@ rule compare:
         ENV
     shell:
         "smdissect compare --a results/{wildcards.a} --b results/{wildcards.b} --out {output}"
-        " 2> {log} || (cat {log} >&2; exit 1)"
+        " 2> {log}"

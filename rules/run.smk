@@ -1,11 +1,11 @@
 # run: time every case of a family on the GPU (clock64, JSON lines) into raw.parquet; one job's GPU work at a time.
 rule run:
     input:
-        binary="build/{arch}/{category}/{family}",
+        binary=rules.build.output.binary,
         manifest="kernels/{category}/cases.yaml",
     output:
-        raw="results/{gpu}/{arch}/{category}/{family}/raw.parquet",
-        status="results/{gpu}/{arch}/{category}/{family}/status.parquet",
+        raw=TABLES["raw"].pattern,
+        status=TABLES["status"].pattern,
     params:
         device=lambda wildcards: PLAN.device_arg(wildcards.gpu),
         repeats=S["repeats"],
@@ -22,4 +22,4 @@ rule run:
     shell:
         "smdissect run --binary {input.binary} --arch {wildcards.arch} --cuda {params.toolchain}"
         " --out {output.raw} --out-status {output.status} --kernels kernels --category {wildcards.category} --family {wildcards.family}"
-        " --repeats {params.repeats} --device {params.device} 2> {log} || (cat {log} >&2; exit 1)"
+        " --repeats {params.repeats} --device {params.device} 2> {log}"

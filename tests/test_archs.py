@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
-from smdissect import archs, catalog, device
+from smdissect import archs, catalog, coverage, device, files
 from smdissect.derived import gemm
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -17,12 +16,12 @@ ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90a", "sm_100a", "sm_120a", "sm_121a")
 
 
 def manifest_pipes() -> dict[str, dict[str, str]]:
-    """Per category: each case's manifest `pipe`."""
-    out: dict[str, dict[str, str]] = {}
-    for path in sorted((ROOT / "kernels").glob("*/cases.yaml")):
-        cases = yaml.safe_load(path.read_text()).get("cases", [])
-        out[path.parent.name] = {c["id"]: c["pipe"] for c in cases if isinstance(c.get("pipe"), str)}
-    return out
+    """Per category: each case's manifest `pipe` (its own or its defaults')."""
+    kernels = ROOT / "kernels"
+    return {
+        category: {c.id: c.pipe for c in catalog.load(kernels, category) if c.pipe}
+        for category in catalog.categories(kernels)
+    }
 
 
 def h200_peaks() -> pd.DataFrame:
@@ -123,12 +122,20 @@ def test_gpu_models_and_name_matching() -> None:
     assert h200 is not None and h200.name == "H200" and h200.sms == 132 and h200.dram_gbs == 4800
     assert h200.tensor_mhz == 1830 and h200.tensor_per_cycle("f16") == pytest.approx(4096, rel=1e-3)
     names = {
-        "NVIDIA H200 NVL": "H200 NVL", "NVIDIA H100 80GB HBM3": "H100", "NVIDIA H100 PCIe": "H100 PCIe",
-        "NVIDIA H100 NVL": "H100 NVL", "NVIDIA A100-SXM4-80GB": "A100-SXM4-80GB", "NVIDIA A100-PCIE-40GB": "A100",
-        "NVIDIA L40S": "L40S", "NVIDIA L4": "L4", "NVIDIA GeForce RTX 4090": "RTX 4090", "NVIDIA B200": "B200",
-        "NVIDIA GeForce RTX 5090": "RTX 5090", "NVIDIA RTX PRO 5000 Blackwell": "RTX PRO 5000 Blackwell",
+        "NVIDIA H200 NVL": "H200 NVL",
+        "NVIDIA H100 80GB HBM3": "H100",
+        "NVIDIA H100 PCIe": "H100 PCIe",
+        "NVIDIA H100 NVL": "H100 NVL",
+        "NVIDIA A100-SXM4-80GB": "A100-SXM4-80GB",
+        "NVIDIA A100-PCIE-40GB": "A100",
+        "NVIDIA L40S": "L40S",
+        "NVIDIA L4": "L4",
+        "NVIDIA GeForce RTX 4090": "RTX 4090",
+        "NVIDIA B200": "B200",
+        "NVIDIA GeForce RTX 5090": "RTX 5090",
+        "NVIDIA RTX PRO 5000 Blackwell": "RTX PRO 5000 Blackwell",
         "NVIDIA GB10": "GB10",
-    }  # fmt: skip
+    }
     for device_name, key in names.items():
         model = archs.gpu_model(device_name)
         assert model is not None and model.name == key, device_name
@@ -168,3 +175,27 @@ def test_gemm_percent_at_clock_uses_the_products_peak() -> None:
     per_cycle, sms, _ = gemm.peak_at_clock("sm_90a", "NVIDIA H100 PCIe", "gemm_bf16")
     assert sms == 114 and per_cycle * sms * 1620e6 / 1e12 == pytest.approx(756, rel=1e-3)
     assert gemm.peak_at_clock("sm_90a", "some GPU", "gemm_bf16") is None
+
+
+def test_the_kernels_feature_header_is_the_feature_table() -> None:
+    """kernels/common/features.cuh is FEATURES as preprocessor tests: one fact, written by `smdissect features`."""
+    header = (ROOT / archs.FEATURES_HEADER).read_text()
+    assert header == archs.features_header(), "run: python3 -m smdissect features"
+    assert "#define SMD_HAS_tma (SMD_SM == 90 || SMD_SM == 100" in header and "#define SMD_HAS_wgmma 1" in header
+
+
+def test_a_case_is_static_exactly_where_its_arch_lacks_a_feature() -> None:
+    kernels = ROOT / "kernels"
+    plan = coverage.arch_plan(catalog.load_all(kernels, catalog.categories(kernels)), ["sm_80", "sm_90a", "sm_120a"])
+    why = plan.set_index(["arch", "case"])["reason"]
+    assert why[("sm_80", "bulk_depth")] and not why[("sm_90a", "bulk_depth")]
+    assert why[("sm_80", "mma_e4m3_f32")] == "sm_80 lacks fp8" and not why[("sm_120a", "mma_e4m3_f32")]
+    assert why[("sm_120a", "wgmma_f16_ss")] == "sm_120a lacks wgmma" and not why[("sm_80", "mma_f16_f32")]
+
+
+def test_the_readme_plans_every_arch_from_the_manifests() -> None:
+    kernels = ROOT / "kernels"
+    plan = coverage.arch_plan(catalog.load_all(kernels, catalog.categories(kernels)), list(archs.README_ARCHS))
+    start, end = files.markers("archs")
+    block = f"{start}\n{coverage.arch_markdown(plan)}\n{end}"
+    assert block in (ROOT / "README.md").read_text(), "run: python3 -m smdissect archs --readme README.md"

@@ -3,7 +3,6 @@ and the report view on frames shaped like a real run."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 import subprocess
@@ -14,12 +13,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import ARCHS, ROOT, assert_profile_budget, assert_sass_claims, listing, raw_frame
-from smdissect import catalog, figures, report, sass, tables
+from smdissect import catalog, figures, markup, sass, tables
 from smdissect.checks import judge
+from smdissect.derived import async_ as derived
 from smdissect.tables import canonical_params
+from smdissect.views import async_ as view
 
-view = importlib.import_module("smdissect.views.async")  # `async` is a keyword: no plain import
-derived = importlib.import_module("smdissect.derived.async_")
 CASES = catalog.load(ROOT / "kernels", "async")
 FAMILIES = sorted(catalog.families(CASES))
 
@@ -93,8 +92,14 @@ BANDWIDTH = [c for c in CASES if list(c.measures) == ["bandwidth"] and c.id != "
 
 
 def test_streams_are_bounded_by_dram_and_must_level_off_along_their_sweeps() -> None:
-    assert {c.id for c in BANDWIDTH} == {"bulk_depth", "bulk_ctas", "tensor_depth", "tensor_ctas", "cp_async_stream",
-                                         "ldg_stream"}  # fmt: skip
+    assert {c.id for c in BANDWIDTH} == {
+        "bulk_depth",
+        "bulk_ctas",
+        "tensor_depth",
+        "tensor_ctas",
+        "cp_async_stream",
+        "ldg_stream",
+    }
     for case in BANDWIDTH:
         assert case.peak == "dram" and case.saturate, case.id
         assert set(case.saturate) <= set(case.sweep), case.id  # an axis the case does not sweep saturates nothing
@@ -112,9 +117,9 @@ def test_first_depth_within_ninety_percent() -> None:
 
 
 def test_levels_of_footprints() -> None:
-    assert [view.level("cp_async_ca_latency", kb) for kb in (16, 4096, 1048576)] == ["L1", "L2", "DRAM"]
-    assert view.level("cp_async_cg_latency", 16) == "L2"  # .cg and the bulk-copy engine bypass the L1
-    assert view.level("bulk_latency", 16) == "L2"
+    assert [derived.level("cp_async_ca_latency", kb) for kb in (16, 4096, 1048576)] == ["L1", "L2", "DRAM"]
+    assert derived.level("cp_async_cg_latency", 16) == "L2"  # .cg and the bulk-copy engine bypass the L1
+    assert derived.level("bulk_latency", 16) == "L2"
 
 
 ELECT = {"step": [31.0, 31.0], "control": [22.0, 21.8], "cost": [9.0, 9.2]}  # the one point's metrics, in cycles
@@ -124,8 +129,10 @@ def real_shaped_rows(ldg_best: float) -> list[tuple[str, dict[str, int], str, li
     rows = [
         ("bulk_depth", {"bytes": 4096, "ctas": 0, "outstanding": n}, "bandwidth", [v, v + 10]) for n, v in DEPTH.items()
     ]
-    rows += [("bulk_ctas", {"bytes": 4096, "ctas": c, "outstanding": 16}, "bandwidth", [min(c, 76) * 55.0])
-             for c in (16, 32, 66, 76, 132)]  # fmt: skip
+    rows += [
+        ("bulk_ctas", {"bytes": 4096, "ctas": c, "outstanding": 16}, "bandwidth", [min(c, 76) * 55.0])
+        for c in (16, 32, 66, 76, 132)
+    ]
     rows += [("ldg_stream", {"ctas_per_sm": k, "loads": 8}, "bandwidth", [ldg_best / k]) for k in (1, 2, 4)]
     rows += [
         ("bulk_latency", {"bytes": b, "footprint_kb": kb}, "latency", [v + (b - 4096) / 1024 * 10])
@@ -164,8 +171,9 @@ def test_derived_figures_on_a_real_shaped_run() -> None:
     f = by_name(judged(real_shaped_rows(4500.0)))
     ratio = f.loc["TMA bulk best / LDG.128 best"]
     assert ratio["value"] == pytest.approx(4255.0 / 4500.0) and ratio["kind"] == "derived"
-    assert ratio["case"] == "bulk_depth" and json.loads(ratio["points"]) == [canonical_params(
-        {"bytes": 4096, "ctas": 0, "outstanding": 32})]  # fmt: skip
+    assert ratio["case"] == "bulk_depth" and json.loads(ratio["points"]) == [
+        canonical_params({"bytes": 4096, "ctas": 0, "outstanding": 32})
+    ]
     assert ratio["spread"] == pytest.approx(4260.0 / 4500.0 - 4250.0 / 4500.0)  # over both parts' extremes
     knee = f.loc["bulk_depth copies in flight per CTA for 90% of its best, bytes=4096"]
     assert knee["value"] == 8 and len(json.loads(knee["points"])) == 6 and "lower bound" not in knee["derivation"]
@@ -180,8 +188,10 @@ def test_derived_figures_on_a_real_shaped_run() -> None:
 
 
 def test_a_knee_at_the_end_of_a_rising_sweep_is_a_lower_bound() -> None:
-    rising = [("bulk_ctas", {"bytes": 4096, "ctas": c, "outstanding": 16}, "bandwidth", [c * 20.0])
-              for c in (16, 66, 132, 264)]  # fmt: skip
+    rising = [
+        ("bulk_ctas", {"bytes": 4096, "ctas": c, "outstanding": 16}, "bandwidth", [c * 20.0])
+        for c in (16, 66, 132, 264)
+    ]
     raw = with_units([(case, p, m, [v[0] / 2]) for case, p, m, v in rising])  # below the DRAM peak
     (knee,) = derived.knees(raw, {})
     assert knee.value == 264 and "a lower bound" in knee.derivation
@@ -225,7 +235,7 @@ def test_every_number_of_the_view_is_a_figure() -> None:
     frames = judged(real_shaped_rows(4500.0))
     html = "".join(body for _, body in view.sections(frames))
     shown = set(re.findall(r"<td(?: class=\"num\")?>(-?[0-9][0-9.e+]*)</td>", html))
-    stated = {report.number(v) for v in frames["figures"]["value"]}
+    stated = {markup.number(v) for v in frames["figures"]["value"]}
     assert shown and shown <= stated, shown - stated
 
 
@@ -238,8 +248,9 @@ def test_view_without_measurements_says_so(frames: dict[str, pd.DataFrame]) -> N
 @pytest.mark.gpu
 def test_costs_run_and_are_steady(compiled: Callable[[str, str, str], Path]) -> None:
     binary = compiled("sm_90a", "async", "costs")
-    out = subprocess.run([str(binary), "--case", "mbarrier_try_wait_cost", "--repeats", "5"],
-                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        [str(binary), "--case", "mbarrier_try_wait_cost", "--repeats", "5"], capture_output=True, text=True, check=True
+    ).stdout
     (record,) = [json.loads(line) for line in out.splitlines()]
     assert 0.5 < record["value"] < 200 and max(record["samples"]) - min(record["samples"]) < 2
 
@@ -247,8 +258,9 @@ def test_costs_run_and_are_steady(compiled: Callable[[str, str, str], Path]) -> 
 @pytest.mark.gpu
 def test_elect_cost_is_step_minus_control_and_steady(compiled: Callable[[str, str, str], Path]) -> None:
     binary = compiled("sm_90a", "async", "costs")
-    out = subprocess.run([str(binary), "--case", "elect_sync_cost", "--repeats", "5"],
-                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        [str(binary), "--case", "elect_sync_cost", "--repeats", "5"], capture_output=True, text=True, check=True
+    ).stdout
     records = {r["metric"]: r for r in map(json.loads, out.splitlines())}
     assert sorted(records) == ["control", "cost", "step"]
     step, control, cost = (records[m]["value"] for m in ("step", "control", "cost"))
@@ -262,10 +274,18 @@ def test_elect_cost_is_step_minus_control_and_steady(compiled: Callable[[str, st
 def test_bulk_streams_near_ldg(compiled: Callable[[str, str, str], Path]) -> None:
     binary = compiled("sm_90a", "async", "stream")
     run = [str(binary), "--repeats", "3"]
-    bulk = subprocess.run([*run, "--case", "bulk_ctas", "--param", "ctas=264", "--param", "outstanding=16",
-                           "--param", "bytes=4096"], capture_output=True, text=True, check=True).stdout  # fmt: skip
-    ldg = subprocess.run([*run, "--case", "ldg_stream", "--param", "ctas_per_sm=4", "--param", "loads=8"],
-                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    bulk = subprocess.run(
+        [*run, "--case", "bulk_ctas", "--param", "ctas=264", "--param", "outstanding=16", "--param", "bytes=4096"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    ldg = subprocess.run(
+        [*run, "--case", "ldg_stream", "--param", "ctas_per_sm=4", "--param", "loads=8"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     (b,), (g,) = [json.loads(x) for x in bulk.splitlines()], [json.loads(x) for x in ldg.splitlines()]
     step = 264 * 4096  # the window is the 4 GiB buffer cut to whole steps of every CTA's copy: 3971 x 264 x 4 KB
     assert b["expect"]["dram__bytes_read.sum"] == (4 << 30) // step * step

@@ -87,8 +87,15 @@ def test_sdpa_bad_parameters_fail_with_one_line(args: str, message: str) -> None
 
 
 # cycles per tile at head_dim 128, 2 CTAs/SM: softmax 400 of 1000, tensor core 500 of 1000
-TILE = {"full": 1000.0, "no_softmax": 600.0, "no_qk": 750.0, "no_pv": 780.0, "no_qk_no_pv": 500.0,
-        "double_softmax": 1350.0, "double_qk": 1260.0}  # fmt: skip
+TILE = {
+    "full": 1000.0,
+    "no_softmax": 600.0,
+    "no_qk": 750.0,
+    "no_pv": 780.0,
+    "no_qk_no_pv": 500.0,
+    "double_softmax": 1350.0,
+    "double_qk": 1260.0,
+}
 POINT = {"ctas_per_sm": 2, "head_dim": 128}
 
 
@@ -130,7 +137,7 @@ def test_decomposition_from_the_variants() -> None:
 def test_throughput_beside_torch() -> None:
     found = judged(real_shaped_run())
     (ratio,) = [f for f in found.values() if f.metric == "over_torch_sdpa"]
-    assert ratio.value == pytest.approx(210.0 / 410.0) and json.loads(ratio.params)["dtype"] == 0
+    assert ratio.value == pytest.approx(210.0 / 410.0) and tables.parse_params(ratio.params)["dtype"] == 0
     assert ratio.spread == pytest.approx(220 / 400 - 200 / 420)
     # f16 was measured by torch alone: no ratio; ms is the same measurement as TFLOPS: no figure of its own
     assert len([f for f in found.values() if f.case == "torch_sdpa" and f.metric == "tflops"]) == 2

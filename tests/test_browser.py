@@ -51,10 +51,23 @@ window.addEventListener('load', () => {
 
 def browse(page: Path, tmp_path: Path, *flags: str) -> subprocess.CompletedProcess[str]:
     """Chromium, headless and offline, on a file; its stdout and stderr (console lines) as text."""
-    argv = [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
-            f"--user-data-dir={tmp_path / 'profile'}", "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
-            "--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000", f"--window-size={WIDTH},1000", *flags,
-            page.as_uri()]  # fmt: skip
+    argv = [
+        CHROMIUM,
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-extensions",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--proxy-server=127.0.0.1:9",
+        "--proxy-bypass-list=<-loopback>",
+        "--enable-logging=stderr",
+        "--v=0",
+        "--virtual-time-budget=5000",
+        f"--window-size={WIDTH},1000",
+        *flags,
+        page.as_uri(),
+    ]
     return subprocess.run(argv, capture_output=True, text=True, timeout=120)
 
 
@@ -69,8 +82,9 @@ def probe(page: Path, tmp_path: Path) -> tuple[dict, str]:
         probed.unlink()
     title = re.search(r"<title>PROBE(.*?)</title>", proc.stdout, flags=re.S)
     assert title, f"the probe did not run in {page.name}: {proc.stderr[-1500:]}"
-    return json.loads(title.group(1).replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">")
-                      .replace("&amp;", "&")), proc.stderr  # fmt: skip
+    return json.loads(
+        title.group(1).replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    ), proc.stderr
 
 
 def test_the_committed_runs_have_pages() -> None:

@@ -1,4 +1,5 @@
-"""Every case compiles for sm_90a and sm_120a and its SASS is what the manifest claims (real nvcc, cuobjdump)."""
+"""Every family compiles for every arch of BUILD_ARCHS (sm_80 to sm_120a) and each case's SASS is what the manifest
+claims there, or the case is compiled out where the arch lacks what it requires (real nvcc, cuobjdump)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,16 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import pandas as pd
 import pytest
-from conftest import ARCHS, FLAGS, ROOT, assert_sass_claims, run_cli
+from conftest import ARCHS, BUILD_ARCHS, FLAGS, ROOT, assert_sass_claims, run_cli
 from smdissect import build, catalog, pipeline, protocol, sass, tables
 from smdissect.errors import SmdissectError
 
 
-@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("arch", BUILD_ARCHS)
 def test_every_case_matches_its_sass_claims(built: dict, arch: str) -> None:
+    failed = []
     for (a, category, family), binary in built.items():
         if a != arch:
             continue
@@ -21,9 +24,35 @@ def test_every_case_matches_its_sass_claims(built: dict, arch: str) -> None:
         _, _, rows = pipeline.sass_rows(binary, binary.with_suffix(".json"), cases, arch, "test")  # the sass stage's
         checks = tables.frame("sass_checks", rows)  # checks, without its control-code table (test_controlcodes)
         listed = {e["case"] for e in json.loads(binary.with_suffix(".json").read_text()) if e["kernels"]}
-        assert set(checks.case) == listed, "a case with kernels has no SASS check"
-        failed = checks[checks.verdict == "disagree"]
-        assert failed.empty, failed[["case", "kernel", "opcode", "expect", "scope", "count"]].to_string()
+        assert set(checks.case) == listed, f"{category}/{family}: a case with kernels has no SASS check"
+        failed.append(checks[checks.verdict == "disagree"].assign(family=f"{category}/{family}"))
+    failed = pd.concat(failed)
+    assert failed.empty, failed[["family", "case", "kernel", "opcode", "expect", "scope", "count"]].to_string()
+
+
+@pytest.mark.parametrize("arch", BUILD_ARCHS)
+def test_every_family_builds_for_every_arch(built: dict, arch: str) -> None:
+    """Each binary holds SASS for `arch`: a case the arch lacks is compiled out, never its whole family."""
+    for (a, category, family), binary in built.items():
+        if a == arch and catalog.family_source(ROOT / "kernels", category, family).suffix == ".cu":
+            assert "Function :" in sass.dump(binary, arch), f"{category}/{family} holds no {arch} SASS"
+
+
+def test_host_optimization_leaves_the_sass_unchanged(tmp_path: Path) -> None:
+    """nvcc's -O is the host compiler's level: the device code, and so every measurement, is the same at -O0/-O3."""
+    source = catalog.family_source(ROOT / "kernels", "latency", "sfu")
+    texts = []
+    for level in ("-O0", "-O3"):
+        binary = tmp_path / level
+        flags = build.family_flags(FLAGS, [level])
+        build.compile_family("nvcc", source, binary, ["sm_90a"], ROOT / "kernels" / "common", flags)
+        texts.append(sass.dump(binary, "sm_90a"))
+    assert texts[0] == texts[1] and "MUFU" in texts[0]
+
+
+def test_a_family_level_replaces_the_configured_one() -> None:
+    assert build.family_flags(["-O0", "-lineinfo"], ["-O3"]) == ["-lineinfo", "-O3"]
+    assert build.family_flags(["-O0", "-lineinfo"], ["--use_fast_math"]) == ["-O0", "-lineinfo", "--use_fast_math"]
 
 
 def test_listing_matches_the_sass_kernels(built: dict) -> None:
@@ -158,7 +187,8 @@ class TestProtocol:
 def test_a_python_family_is_its_own_executable_with_no_sass(tmp_path: Path) -> None:
     """A library call (torch) measured through the same protocol: built by copying, listed, no SASS rows."""
     source = tmp_path / "lib.py"
-    source.write_text('#!/usr/bin/env python3\nimport json\nprint(json.dumps({"case": "lib_call", "kernels": []}))\n')
+    listing = f'{{"protocol": {protocol.VERSION}, "case": "lib_call", "kernels": []}}'
+    source.write_text(f"#!/usr/bin/env python3\nimport json\nprint(json.dumps({listing}))\n")
     binary = tmp_path / "build" / "lib"
     build.compile_family("nvcc", source, binary, ARCHS, ROOT / "kernels" / "common", FLAGS)
     build.write_listing(binary, binary.with_suffix(".json"))

@@ -37,8 +37,13 @@ def stages() -> dict[str, argparse.ArgumentParser]:
 
 
 def test_every_option_of_every_stage_has_help() -> None:
-    missing = [f"{stage} {flag}" for stage, p in stages().items() for a in p._actions for flag in a.option_strings
-               if not a.help]  # fmt: skip
+    missing = [
+        f"{stage} {flag}"
+        for stage, p in stages().items()
+        for a in p._actions
+        for flag in a.option_strings
+        if not a.help
+    ]
     assert not missing
     assert all(p.description for p in stages().values())
 
@@ -54,10 +59,16 @@ def test_version_and_console_script() -> None:
 
 @pytest.mark.parametrize(
     "options",
-    [[], ["--b", "paper"], ["--categories", "latency"], ["--categories", "latency", "memory", "--kernels", "kernels"],
-     ["--b", str(TABLES)], ["--b", str(TABLES / "sm_90a" / "memory"), "--categories", "memory"]],
+    [
+        [],
+        ["--b", "paper"],
+        ["--categories", "latency"],
+        ["--categories", "latency", "memory", "--kernels", "kernels"],
+        ["--b", str(TABLES)],
+        ["--b", str(TABLES / "sm_90a" / "memory"), "--categories", "memory"],
+    ],
     ids=["defaults", "paper", "one-category", "two-categories-and-kernels", "folder", "folder-and-category"],
-)  # fmt: skip
+)
 def test_compare_gives_a_page(tmp_path: Path, options: list[str]) -> None:
     proc = run_cli(*SMD, "compare", "--a", str(TABLES), "--out", str(tmp_path / "cmp.html"), *options)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr[-3000:]
@@ -69,11 +80,13 @@ def test_compare_gives_a_page(tmp_path: Path, options: list[str]) -> None:
 
 @pytest.mark.parametrize(
     ("options", "fix"),
-    [(["--categories", "nosuch"], "holds no figures of it; pick from async, attention"),
-     (["--kernels", "/"], "point --kernels at the checkout's kernels/ folder"),
-     (["--b", "{empty}"], "holds no figures.parquet: run `snakemake --cores all tables` for that GPU")],
+    [
+        (["--categories", "nosuch"], "holds no figures of it; pick from async, attention"),
+        (["--kernels", "/"], "point --kernels at the checkout's kernels/ folder"),
+        (["--b", "{empty}"], "holds no figures.parquet: run `snakemake --cores all tables` for that GPU"),
+    ],
     ids=["unknown-category", "wrong-kernels", "empty-b"],
-)  # fmt: skip
+)
 def test_compare_misuse_is_one_line(tmp_path: Path, options: list[str], fix: str) -> None:
     (tmp_path / "empty").mkdir()
     options = [o.format(empty=tmp_path / "empty") for o in options]
@@ -87,20 +100,38 @@ def test_a_missing_module_is_one_line_naming_the_install(tmp_path: Path, module:
     (tmp_path / "hide").mkdir()
     (tmp_path / "hide" / "sitecustomize.py").write_text(HIDE)
     latency = TABLES / "sm_90a" / "latency"
-    args = [*SMD, "report", "--kernels", "kernels", "--category", "latency", "--out", str(tmp_path / "latency.html"),
-            "--skipped", "{}", "--provenance", "{}", "--raw", *map(str, latency.glob("*/raw.parquet")),
-            "--figures", str(latency / "figures.parquet")]  # fmt: skip
+    args = [
+        *SMD,
+        "report",
+        "--kernels",
+        "kernels",
+        "--category",
+        "latency",
+        "--out",
+        str(tmp_path / "latency.html"),
+        "--skipped",
+        "{}",
+        "--provenance",
+        "{}",
+        "--raw",
+        *map(str, latency.glob("*/raw.parquet")),
+        "--figures",
+        str(latency / "figures.parquet"),
+    ]
     env = os.environ | {"PYTHONPATH": f"{tmp_path / 'hide'}{os.pathsep}{ROOT / 'workflow'}", "HIDE_MODULES": module}
     line = one_line(subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True))
     dist = {"vl_convert": "vl-convert-python"}.get(module, module)
-    assert line == (f"smdissect: the Python module {module} ({dist}) is missing from {sys.executable}: run "
-                    f"`{sys.executable} -m pip install -e .` in the smdissect checkout")  # fmt: skip
+    assert line == (
+        f"smdissect: the Python module {module} ({dist}) is missing from {sys.executable}: run "
+        f"`{sys.executable} -m pip install -e .` in the smdissect checkout"
+    )
     assert not (tmp_path / "latency.html").exists()
     unhidden = subprocess.run(args, cwd=ROOT, env=env | {"HIDE_MODULES": ""}, capture_output=True, text=True)
     assert unhidden.returncode == 0, unhidden.stderr[-3000:]  # the same job, the module there: a page
 
 
 def test_a_module_of_an_extra_names_the_extra() -> None:
-    assert missing_module("torch.cuda").endswith(f"run `{sys.executable} -m pip install -e '.[torch]'` in the "
-                                                 "smdissect checkout")  # fmt: skip
+    assert missing_module("torch.cuda").endswith(
+        f"run `{sys.executable} -m pip install -e '.[torch]'` in the smdissect checkout"
+    )
     assert missing_module("cutlass_library").startswith("the Python module cutlass_library (nvidia-cutlass) ")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import ARCHS, ROOT, assert_profile_budget, assert_sass_claims, raw_frame
-from smdissect import catalog, figures, report, sass, tables
+from smdissect import catalog, figures, markup, sass, tables
 from smdissect.derived.cluster import sm_groups
 from smdissect.tables import canonical_params
 from smdissect.views import cluster as view
@@ -76,14 +76,23 @@ def run_rows() -> list[tuple[str, dict[str, int], str, list[float]]]:
     rows += [("smem_read_local", {"cluster": c}, "bandwidth_per_sm", [128.0]) for c in (2, 4, 8)]
     rows += [("dsmem_write", {"cluster": c}, "bandwidth_per_sm", [24.0]) for c in (2, 4, 8)]
     rows += [("smem_write_local", {"cluster": c}, "bandwidth_per_sm", [96.0]) for c in (2, 4, 8)]
-    rows += [("sm_pingpong", {"sm_a": a, "sm_b": b}, "round_trip", [1000.0 + 10 * abs(a - b) + (300 if a == b else 0)])
-             for a in (0, 16) for b in range(0, 35, 5)]  # fmt: skip
+    rows += [
+        ("sm_pingpong", {"sm_a": a, "sm_b": b}, "round_trip", [1000.0 + 10 * abs(a - b) + (300 if a == b else 0)])
+        for a in (0, 16)
+        for b in range(0, 35, 5)
+    ]
     for c, active in ((2, 66.0), (8, 15.0)):
         p = {"cluster": c}
         rows += [("cluster_placement", p, "max_active_clusters", [active]), ("cluster_placement", p, "nsmid", [132.0])]
-        rows += [("cluster_placement", p, m, [v, v]) for m, v in
-                 (("active_sms", active * c), ("distinct_sms_per_cluster", c), ("smid_span", c + 1.0),
-                  ("sm_groups", 132.0 / c))]  # fmt: skip
+        rows += [
+            ("cluster_placement", p, m, [v, v])
+            for m, v in (
+                ("active_sms", active * c),
+                ("distinct_sms_per_cluster", c),
+                ("smid_span", c + 1.0),
+                ("sm_groups", 132.0 / c),
+            )
+        ]
         # SMs 0..15 and 18..33 in groups of c; 16, 17 never used
         group_of = [float(sm - sm % c) if sm < 16 else -1.0 for sm in range(18)]
         group_of += [float(18 + (sm - 18) // c * c) for sm in range(18, 34)]
@@ -91,16 +100,37 @@ def run_rows() -> list[tuple[str, dict[str, int], str, list[float]]]:
     return rows
 
 
-UNITS = {"latency": "cycle", "bandwidth_per_sm": "B/cycle/SM", "round_trip": "cycle", "max_active_clusters": "cluster",
-         "nsmid": "sm", "active_sms": "sm", "distinct_sms_per_cluster": "sm", "smid_span": "sm", "sm_groups": "group",
-         "group_of_sm": "sm"}  # fmt: skip
-SMEM_READ = figures.Figure(case="smem_read", metric="bandwidth_per_sm", unit="B/cycle/SM", kind="point",
-                           name="smem_read bandwidth_per_sm", value=126.8, spread=0.1, samples=9, derivation="",
-                           params="{}")  # fmt: skip
+UNITS = {
+    "latency": "cycle",
+    "bandwidth_per_sm": "B/cycle/SM",
+    "round_trip": "cycle",
+    "max_active_clusters": "cluster",
+    "nsmid": "sm",
+    "active_sms": "sm",
+    "distinct_sms_per_cluster": "sm",
+    "smid_span": "sm",
+    "sm_groups": "group",
+    "group_of_sm": "sm",
+}
+SMEM_READ = figures.Figure(
+    case="smem_read",
+    metric="bandwidth_per_sm",
+    unit="B/cycle/SM",
+    kind="point",
+    name="smem_read bandwidth_per_sm",
+    value=126.8,
+    spread=0.1,
+    samples=9,
+    derivation="",
+    params="{}",
+)
 
 
-def judged(rows: list[tuple[str, dict[str, int], str, list[float]]], memory: list[figures.Figure] | None = None,
-           status: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:  # fmt: skip
+def judged(
+    rows: list[tuple[str, dict[str, int], str, list[float]]],
+    memory: list[figures.Figure] | None = None,
+    status: pd.DataFrame | None = None,
+) -> dict[str, pd.DataFrame]:
     """The frames a page of a run of these rows gets: raw (each metric in its unit), status and judged figures
     (memory's figures, for smem_read_local's same-work check, default to an H200's smem_read)."""
     raw = raw_frame(rows, variant="timed")
@@ -123,7 +153,8 @@ def test_manifest_fields_of_the_derived_figures() -> None:
         assert by_id[case].peak == "smem" and by_id[case].figures == {"bandwidth_per_sm": "each"}, case
     (same,) = by_id["smem_read_local"].same_as
     assert same["case"] == "memory/smem_read" and catalog.referenced_categories(ROOT / "kernels", "cluster") == [
-        "memory"]  # fmt: skip
+        "memory"
+    ]
 
 
 def test_dsmem_hop_and_ratios() -> None:
@@ -160,8 +191,10 @@ def test_pingpong_summary_and_groups() -> None:
     assert list(papered.index) == ["sm_pingpong round trip, median pair"]  # beside the paper's pair-uniform 1240
     assert "one group" in f.loc["sm_pingpong round trip from SM 0, median SM", "derivation"]
     # SM 66: five near partners at 700 cycles, the rest at 1400: two groups
-    rows = [("sm_pingpong", {"sm_a": 66, "sm_b": b}, "round_trip", [700.0 + b % 3 if b < 25 else 1400.0 + b % 7])
-            for b in range(0, 130, 5)]  # fmt: skip
+    rows = [
+        ("sm_pingpong", {"sm_a": 66, "sm_b": b}, "round_trip", [700.0 + b % 3 if b < 25 else 1400.0 + b % 7])
+        for b in range(0, 130, 5)
+    ]
     g = by_name(judged(rows))
     assert g.loc["sm_pingpong round trip from SM 66, near group", "value"] == pytest.approx(701.0)
     assert "SMs 0, 5, 10, 15, 20" in g.loc["sm_pingpong round trip from SM 66, near group", "derivation"]
@@ -189,8 +222,16 @@ def test_local_shared_bandwidth_agrees_with_memory_or_is_contradicted() -> None:
 
 
 def test_view_on_a_real_shaped_run() -> None:
-    status = pd.DataFrame([{"case": "cluster_barrier", "params": canonical_params({"cluster": 16}), "status": "static",
-                            "reason": "no cluster of 16 CTAs fits on this GPU (max active clusters 0)"}])  # fmt: skip
+    status = pd.DataFrame(
+        [
+            {
+                "case": "cluster_barrier",
+                "params": canonical_params({"cluster": 16}),
+                "status": "static",
+                "reason": "no cluster of 16 CTAs fits on this GPU (max active clusters 0)",
+            }
+        ]
+    )
     frames = judged(run_rows(), status=status)
     html = dict(view.sections(frames))
     barrier = html["Cluster barrier cost versus cluster size"]
@@ -204,7 +245,7 @@ def test_view_on_a_real_shaped_run() -> None:
     placement = html["Cluster placement: SM ids per cluster and SM groups"]
     assert "18-25" in placement and "largest SM group at cluster=8" in placement
     shown = set(re.findall(r"<td(?: class=\"num\")?>(-?[0-9][0-9.e+]*)</td>", "".join(html.values())))
-    stated = {report.number(v) for v in frames["figures"]["value"]}
+    stated = {markup.number(v) for v in frames["figures"]["value"]}
     assert shown and shown <= stated | {"0", "8", "18", "26"}, shown - stated  # group ids of the SM map
 
 
@@ -222,8 +263,9 @@ def gpu_records(binary: Path, *args: str) -> list[dict]:
 
 @pytest.mark.gpu
 def test_cluster_barrier_and_dsmem_on_the_gpu(compiled: Callable[[str, str, str], Path]) -> None:
-    (barrier,) = gpu_records(compiled("sm_90a", "cluster", "barrier"), "--case", "cluster_barrier",
-                             "--param", "cluster=2")  # fmt: skip
+    (barrier,) = gpu_records(
+        compiled("sm_90a", "cluster", "barrier"), "--case", "cluster_barrier", "--param", "cluster=2"
+    )
     assert 10 < barrier["value"] < 5000
     dsmem = compiled("sm_90a", "cluster", "dsmem")
     (peer,) = gpu_records(dsmem, "--case", "dsmem_latency", "--param", "cluster=2")
@@ -233,7 +275,14 @@ def test_cluster_barrier_and_dsmem_on_the_gpu(compiled: Callable[[str, str, str]
 
 @pytest.mark.gpu
 def test_pingpong_same_and_other_sm(compiled: Callable[[str, str, str], Path]) -> None:
-    records = gpu_records(compiled("sm_90a", "cluster", "pingpong"), "--case", "sm_pingpong",
-                          "--param", "sm_a=0", "--param", "sm_b=0,1,100")  # fmt: skip
+    records = gpu_records(
+        compiled("sm_90a", "cluster", "pingpong"),
+        "--case",
+        "sm_pingpong",
+        "--param",
+        "sm_a=0",
+        "--param",
+        "sm_b=0,1,100",
+    )
     assert [r["params"]["sm_b"] for r in records] == [0, 1, 100]
     assert all(100 < r["value"] < 20000 for r in records)

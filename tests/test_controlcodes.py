@@ -34,8 +34,9 @@ def test_decoded_fields_match_cuobjdump_hex(prepared: tuple[str, Path]) -> None:
     _, folder = prepared
     path = folder / controlcodes.ORIGINAL
     text = subprocess.run([sass.cuobjdump(), "-sass", "-fun", "ffma_chain", str(path)], capture_output=True, text=True)
-    words = [int(w, 16) for w in pd.Series(text.stdout.splitlines()).str.extract(r"^\s+/\* (0x[0-9a-f]{16}) \*/")[0]
-             .dropna()]  # fmt: skip
+    words = [
+        int(w, 16) for w in pd.Series(text.stdout.splitlines()).str.extract(r"^\s+/\* (0x[0-9a-f]{16}) \*/")[0].dropna()
+    ]
     decoded = [c for _, c in controlcodes.controls(path.read_bytes(), "ffma_chain")]
     assert len(words) == len(decoded) > 100
     assert [controlcodes.Control.from_word(w) for w in words] == decoded

@@ -58,8 +58,14 @@ def test_every_gpu_row_carries_provenance() -> None:
 def test_crossval_reproduces_the_committed_verdicts(compiled: Callable[[str, str, str], Path]) -> None:
     cases = catalog.load(ROOT / "kernels", "latency")
     listings = [compiled("sm_90a", "latency", f).with_suffix(".json") for f in catalog.families(cases)]
-    rows = crossval.crossval(cases, read("raw"), read("ncu"), read("stalls"), read("sass_checks", RUN / "static"
-                             / "sm_90a" / "latency"), pipeline.kernel_ops(listings))  # fmt: skip
+    rows = crossval.crossval(
+        cases,
+        read("raw"),
+        read("ncu"),
+        read("stalls"),
+        read("sass_checks", RUN / "static" / "sm_90a" / "latency"),
+        pipeline.kernel_ops(listings),
+    )
     ours = {(r["case"], r["params"], r["check"]): r["verdict"] for r in rows}
     committed = read("crossval")
     theirs = dict(

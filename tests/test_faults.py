@@ -46,8 +46,13 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_no_nvcc(workdir: Path) -> None:
     path = os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep) if not (Path(d) / "nvcc").exists())
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "--dry-run"], cwd=workdir,
-                          capture_output=True, text=True, env=os.environ | {"PATH": path})  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--cores", "1", "--dry-run"],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        env=os.environ | {"PATH": path},
+    )
     line = one_line(proc)
     assert line == "smdissect: nvcc not found: install the CUDA toolkit or set nvcc: in config/config.yaml"
 
@@ -78,9 +83,20 @@ def test_truncated_ncu_report(tmp_path: Path, keep: int) -> None:
     report = tmp_path / "profile.ncu-rep"
     report.write_bytes(REPORT.read_bytes()[:keep])
     (tmp_path / "profile.json").write_text('{"chip": "gh100"}')
-    proc = run_cli(*SMD, "parse", "--report", str(report), "--meta", str(tmp_path / "profile.json"), "--out-ncu",
-                   str(tmp_path / "n.parquet"), "--out-stalls", str(tmp_path / "s.parquet"), "--out-pipes",
-                   str(tmp_path / "p.parquet"))  # fmt: skip
+    proc = run_cli(
+        *SMD,
+        "parse",
+        "--report",
+        str(report),
+        "--meta",
+        str(tmp_path / "profile.json"),
+        "--out-ncu",
+        str(tmp_path / "n.parquet"),
+        "--out-stalls",
+        str(tmp_path / "s.parquet"),
+        "--out-pipes",
+        str(tmp_path / "p.parquet"),
+    )
     line = one_line(proc)
     assert "truncated or corrupt" in line and line.endswith("delete it and re-run its profile job")
     assert not list(tmp_path.glob("*.parquet"))
@@ -93,8 +109,18 @@ def test_corrupted_parquet(tmp_path: Path, damage: str) -> None:
     data = good.read_bytes()
     bad = tmp_path / "raw.parquet"
     bad.write_bytes(data[: len(data) // 2] if damage == "truncate" else data[:4] + bytes(len(data) - 8) + data[-4:])
-    proc = run_cli(*SMD, "crossval", "--kernels", str(ROOT / "kernels"), "--category", "latency", "--out",
-                   str(tmp_path / "crossval.parquet"), "--raw", str(bad))  # fmt: skip
+    proc = run_cli(
+        *SMD,
+        "crossval",
+        "--kernels",
+        str(ROOT / "kernels"),
+        "--category",
+        "latency",
+        "--out",
+        str(tmp_path / "crossval.parquet"),
+        "--raw",
+        str(bad),
+    )
     line = one_line(proc)
     assert line.startswith(f"smdissect: {bad} is not a readable raw table") and line.endswith("delete it and re-run")
     assert not (tmp_path / "crossval.parquet").exists()
@@ -106,9 +132,23 @@ def test_source_that_does_not_compile(tmp_path: Path) -> None:
     source = kernels / "latency" / "float.cu"
     source.write_text(source.read_text() + "\nint broken = ;\n")
     binary = tmp_path / "build" / "float"
-    proc = run_cli(*SMD, "build", "--source", str(source), "--binary", str(binary), "--listing",
-                   str(binary.with_suffix(".json")), "--arch", "sm_90a", "--include", str(kernels / "common"),
-                   "--nvcc", "nvcc", "--flags=-O3 -std=c++17")  # fmt: skip
+    proc = run_cli(
+        *SMD,
+        "build",
+        "--source",
+        str(source),
+        "--binary",
+        str(binary),
+        "--listing",
+        str(binary.with_suffix(".json")),
+        "--arch",
+        "sm_90a",
+        "--include",
+        str(kernels / "common"),
+        "--nvcc",
+        "nvcc",
+        "--flags=-O3 -std=c++17",
+    )
     line = one_line(proc)
     assert line.startswith(f"smdissect: nvcc failed on {source} for sm_90a: ") and "error" in line
     assert not binary.exists() and not list(binary.parent.glob(".float.*"))  # no half-written binary left
@@ -129,10 +169,30 @@ def test_counters_refused(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(not NO_GPU, reason="checks the no-GPU path; this machine has a GPU")
 def test_gpu_job_without_gpu(tmp_path: Path) -> None:
-    proc = run_cli(*SMD, "run", "--binary", "build/sm_90a/latency/float", "--arch", "sm_90a", "--cuda", "13.0",
-                   "--out", str(tmp_path / "raw.parquet"), "--out-status", str(tmp_path / "status.parquet"),
-                   "--kernels", "kernels", "--category", "latency", "--family", "float", "--repeats", "3",
-                   "--device", "0")  # fmt: skip
+    proc = run_cli(
+        *SMD,
+        "run",
+        "--binary",
+        "build/sm_90a/latency/float",
+        "--arch",
+        "sm_90a",
+        "--cuda",
+        "13.0",
+        "--out",
+        str(tmp_path / "raw.parquet"),
+        "--out-status",
+        str(tmp_path / "status.parquet"),
+        "--kernels",
+        "kernels",
+        "--category",
+        "latency",
+        "--family",
+        "float",
+        "--repeats",
+        "3",
+        "--device",
+        "0",
+    )
     assert one_line(proc).startswith("smdissect: this job needs a GPU: ")
     assert device.snapshot("GPU-00000000-0000-0000-0000-000000000000")["nvml"].startswith("NVML unavailable")
 
@@ -253,8 +313,11 @@ def test_an_ncu_timeout_ends_everything_ncu_launched(
     monkeypatch.setenv("PIDS", str(tmp_path / "pids"))
     monkeypatch.setattr(ncu, "STOP_GRACE_S", 2.0)
     cases = catalog.load(kernels, "faults")
-    target = (ncu.launcher(pipeline.exec_args(binary, cases, "sm_90a", 0, kernels)) if through_exec
-              else pipeline.profiled_target(binary, cases, "sm_90a", 0))  # fmt: skip
+    target = (
+        ncu.launcher(pipeline.exec_args(binary, cases, "sm_90a", 0, kernels))
+        if through_exec
+        else pipeline.profiled_target(binary, cases, "sm_90a", 0)
+    )
     started = time.monotonic()
     with pytest.raises(SmdissectError, match=r"^profiling p.ncu-rep was killed after 6 s: raise the family's"):
         ncu.profile(str(fake), ["sm__cycles_active.max"], tmp_path / "p.ncu-rep", target, 6)
@@ -283,8 +346,10 @@ def test_crashing_and_hung_cases_do_not_take_their_process_group_with_them(tmp_p
     binary = tmp_path / "family"
     binary.write_text(FAMILY.format(python=sys.executable, workflow=str(ROOT / "workflow")))
     binary.chmod(0o755)
-    cases = [catalog.Case("faults", c, "family.py", "", ("latency",), {"n": [1, 3] if c == "last" else [1, 2]}, {})
-             for c in ("first", "crash", "hang", "static", "dies_late", "last")]  # fmt: skip
+    cases = [
+        catalog.Case("faults", c, "family.py", "", ("latency",), {"n": [1, 3] if c == "last" else [1, 2]}, {})
+        for c in ("first", "crash", "hang", "static", "dies_late", "last")
+    ]
     assert run.items(cases, lambda c: [c.sweep]) == [(c, c.sweep) for c in cases]
     assert run.invocation(binary, run.items(cases, lambda c: [c.sweep]), 3, 0).count("--then") == 1
     started = time.monotonic()
@@ -302,10 +367,20 @@ def test_crashing_and_hung_cases_do_not_take_their_process_group_with_them(tmp_p
     }
     late = run.execute(binary, [cases[0], cases[4], cases[5]], "sm_90a", 3, 0, timeout=3)  # dies after a record
     assert [(s["case"], s["status"]) for s in late.status] == [
-        ("first", "measured"), ("first", "measured"), ("dies_late", "failed"), ("dies_late", "failed"),
-        ("last", "measured"), ("last", "measured")]  # fmt: skip
+        ("first", "measured"),
+        ("first", "measured"),
+        ("dies_late", "failed"),
+        ("dies_late", "failed"),
+        ("last", "measured"),
+        ("last", "measured"),
+    ]
     assert sorted({(r["case"], r["value"]) for r in out.records}) == [
-        ("first", 1.0), ("first", 2.0), ("last", 1.0), ("last", 3.0), ("static", 1.0)]  # fmt: skip
+        ("first", 1.0),
+        ("first", 2.0),
+        ("last", 1.0),
+        ("last", 3.0),
+        ("static", 1.0),
+    ]
 
 
 def test_a_hang_in_the_shared_process_keeps_what_finished_before_it(
@@ -317,12 +392,18 @@ def test_a_hang_in_the_shared_process_keeps_what_finished_before_it(
     binary.write_text(FAMILY.format(python=sys.executable, workflow=str(ROOT / "workflow")))
     binary.chmod(0o755)
     monkeypatch.setenv("TRACE", str(tmp_path / "trace"))
-    cases = [catalog.Case("faults", c, "family.py", "", ("latency",), {"n": [1, 2]}, {})
-             for c in ("first", "last", "hang", "static")]  # fmt: skip
+    cases = [
+        catalog.Case("faults", c, "family.py", "", ("latency",), {"n": [1, 2]}, {})
+        for c in ("first", "last", "hang", "static")
+    ]
     out = run.execute(binary, cases, "sm_90a", 3, 0, timeout=2)
     status = {(s["case"], s["params"]): s["status"] for s in out.status}
     assert [status[(c, '{"n":1}')] for c in ("first", "last", "hang", "static")] == [
-        "measured", "measured", "failed", "measured"]  # fmt: skip
+        "measured",
+        "measured",
+        "failed",
+        "measured",
+    ]
     ran = (tmp_path / "trace").read_text().splitlines()
     assert ran.count("first 1") == 1  # kept from the killed process
     assert ran.count("last 1") == 2  # the last case it printed: run again alone
@@ -335,8 +416,10 @@ def test_what_ncu_launches_is_the_binary_once_over_every_profiled_sweep(tmp_path
     binary.write_text(FAMILY.format(python=sys.executable, workflow=str(ROOT / "workflow")))
     binary.chmod(0o755)
     narrow = [{"n": [1]}, {"n": [3]}]
-    cases = [catalog.Case("faults", c, "family.py", "", ("latency",), {"n": [1, 2, 3]}, {}, profile_sweep=narrow)
-             for c in ("first", "last")]  # fmt: skip
+    cases = [
+        catalog.Case("faults", c, "family.py", "", ("latency",), {"n": [1, 2, 3]}, {}, profile_sweep=narrow)
+        for c in ("first", "last")
+    ]
     narrowed = [dataclasses.replace(c, profile_sweep={"n": [1]}) for c in cases]
     one = pipeline.profiled_target(binary, narrowed, "sm_90a", 0)
     assert one[0] == str(binary) and one.count("--case") == 2 and "n=1" in one and "--then" not in one

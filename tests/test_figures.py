@@ -3,7 +3,6 @@ sweep cut before its plateau are marked contradicted; figures of the committed H
 
 from __future__ import annotations
 
-import json
 import subprocess
 from collections import Counter
 
@@ -18,8 +17,14 @@ RUN = ROOT / "reports" / "h200" / "tables" / "sm_90a"
 
 def case(**entry: object) -> catalog.Case:
     """A manifest entry of the pipelines category (the required fields filled in)."""
-    base = {"id": "probe", "source": "probe.cu", "ptx": "probe", "measures": ["latency", "throughput"],
-            "sweep": {"ilp": [1], "warps": [1]}, "sass": {"expect": {}}}  # fmt: skip
+    base = {
+        "id": "probe",
+        "source": "probe.cu",
+        "ptx": "probe",
+        "measures": ["latency", "throughput"],
+        "sweep": {"ilp": [1], "warps": [1]},
+        "sass": {"expect": {}},
+    }
     return catalog._case("pipelines", base | entry)
 
 
@@ -27,8 +32,10 @@ def case(**entry: object) -> catalog.Case:
 def broken(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[sass.Instruction]]:
     """The deliberately broken timed loops, compiled for sm_90a with nvcc, as SASS instructions per kernel."""
     cubin = tmp_path_factory.mktemp("broken") / "timed_loops.cubin"
-    subprocess.run(["nvcc", "-cubin", "-arch=sm_90a", "-O3", "-o", str(cubin), str(FIXTURES / "broken" /
-                    "timed_loops.cu")], check=True)  # fmt: skip
+    subprocess.run(
+        ["nvcc", "-cubin", "-arch=sm_90a", "-O3", "-o", str(cubin), str(FIXTURES / "broken" / "timed_loops.cu")],
+        check=True,
+    )
     return sass.code(sass.dump(cubin, "sm_90a"))
 
 
@@ -40,8 +47,9 @@ def opcode_counts(kernel: list[sass.Instruction]) -> Counter[str]:
 def judged(probe: catalog.Case, kernel: list[sass.Instruction], ops: int, raw: pd.DataFrame) -> list[figures.Figure]:
     """The figures of a probe case whose kernel is `kernel` (`ops` claimed instructions per pass), measured as `raw`."""
     rows = sass.check(probe, opcode_counts(kernel), ops, sass.loop_opcodes(kernel))
-    checks = tables.frame("sass_checks", [r | {"case": probe.id, "params": "{}", "variant": "long", "kernel": "k"}
-                                          for r in rows])  # fmt: skip
+    checks = tables.frame(
+        "sass_checks", [r | {"case": probe.id, "params": "{}", "variant": "long", "kernel": "k"} for r in rows]
+    )
     return figures.compute([probe], {"raw": raw, "sass_checks": checks}, {}, "sm_90a", "NVIDIA H200")
 
 
@@ -61,8 +69,18 @@ def test_a_fused_add_chain_is_contradicted_by_its_sass_and_its_parts(broken: dic
     kernel = broken["fused_add64"]
     assert sass.count(sass.loop_opcodes(kernel), "IADD3") < 2 * 128
     probe = case(sass={"expect": {"IADD3": "== 2*ops"}}, measures=["latency"], built_from=["iadd3"])
-    iadd3 = figures.Figure(case="iadd3", metric="latency", unit="cycle", kind="point", name="iadd3 latency",
-                           value=4.04, spread=0.0, samples=9, derivation="", params='{"ilp":1,"warps":1}')
+    iadd3 = figures.Figure(
+        case="iadd3",
+        metric="latency",
+        unit="cycle",
+        kind="point",
+        name="iadd3 latency",
+        value=4.04,
+        spread=0.0,
+        samples=9,
+        derivation="",
+        params='{"ilp":1,"warps":1}',
+    )
     raw = raw_frame([(probe.id, {"ilp": 1, "warps": 1}, "latency", [2.04] * 9)], unit="cycle")
     (fig,) = judged(probe, kernel, 128, raw)
     assert judge(fig.checks)[0] == "contradicted"  # by its SASS
@@ -78,14 +96,15 @@ def dram_read(kept: int | None = None) -> tuple[catalog.Case, pd.DataFrame]:
     raw = tables.read("raw", [RUN / "memory" / "bandwidth" / "raw.parquet"])
     raw = raw[raw["case"] == "dram_read"]
     ctas = sorted(read.sweep["ctas"])[:kept]
-    return read, raw[raw["params"].map(lambda p: json.loads(p)["ctas"] in ctas)]
+    return read, raw[raw["params"].map(lambda p: tables.parse_params(p)["ctas"] in ctas)]
 
 
 def test_a_bandwidth_sweep_cut_before_its_plateau_is_contradicted() -> None:
     read, raw = dram_read(6)  # 1..32 CTAs: DRAM bandwidth still doubles with every step
     assert read.saturate, "dram_read must name the axes its peak saturates along"
-    (peak,) = [f for f in figures.case_figures(read, raw, figures.points(raw)) if f.kind == "peak" and
-               f.metric == "bandwidth"]  # fmt: skip
+    (peak,) = [
+        f for f in figures.case_figures(read, raw, figures.points(raw)) if f.kind == "peak" and f.metric == "bandwidth"
+    ]
     found = figures.compute([read], {"raw": raw}, {}, "sm_90a", "NVIDIA H200")
     (judged_peak,) = [f for f in found if f.name == peak.name]
     status, reason = judge(judged_peak.checks)
@@ -116,8 +135,13 @@ def test_status_follows_the_checks(checks: list[Check], status: str) -> None:
 
 def test_a_rate_above_its_pipe_peak_is_contradicted() -> None:
     probe = case(id="ffma_like", pipe="fma", measures=["throughput"], sweep={"ilp": [1, 2], "warps": [32]})
-    raw = raw_frame([("ffma_like", {"ilp": 1, "warps": 32}, "throughput", [3.0] * 5),
-                     ("ffma_like", {"ilp": 2, "warps": 32}, "throughput", [4.4] * 5)], unit="warp_inst/cycle/SM")
+    raw = raw_frame(
+        [
+            ("ffma_like", {"ilp": 1, "warps": 32}, "throughput", [3.0] * 5),
+            ("ffma_like", {"ilp": 2, "warps": 32}, "throughput", [4.4] * 5),
+        ],
+        unit="warp_inst/cycle/SM",
+    )
     (fig,) = [f for f in figures.compute([probe], {"raw": raw}, {}, "sm_90a", "NVIDIA H200") if f.kind == "peak"]
     status, reason = judge(fig.checks)
     assert status == "contradicted" and "bound" in reason and "fma pipe peak" in reason, reason
@@ -125,11 +149,26 @@ def test_a_rate_above_its_pipe_peak_is_contradicted() -> None:
 
 def test_a_peak_on_its_plateau_is_checked_at_a_profiled_point_of_it() -> None:
     probe = case(id="flat", measures=["throughput"], sweep={"ilp": [4, 8], "warps": [32]})
-    raw = raw_frame([("flat", {"ilp": 4, "warps": 32}, "throughput", [2.00] * 5),
-                     ("flat", {"ilp": 8, "warps": 32}, "throughput", [2.00 * (1 - PLATEAU / 2)] * 5)],
-                    unit="warp_inst/cycle/SM")  # fmt: skip
-    crossval = pd.DataFrame([{"case": "flat", "params": '{"ilp":8,"warps":32}', "check": "cycles: clock64 span vs x",
-                              "clock64_value": 1.0, "counter_value": 1.0, "verdict": "agree", "note": ""}])
+    raw = raw_frame(
+        [
+            ("flat", {"ilp": 4, "warps": 32}, "throughput", [2.00] * 5),
+            ("flat", {"ilp": 8, "warps": 32}, "throughput", [2.00 * (1 - PLATEAU / 2)] * 5),
+        ],
+        unit="warp_inst/cycle/SM",
+    )
+    crossval = pd.DataFrame(
+        [
+            {
+                "case": "flat",
+                "params": '{"ilp":8,"warps":32}',
+                "check": "cycles: clock64 span vs x",
+                "clock64_value": 1.0,
+                "counter_value": 1.0,
+                "verdict": "agree",
+                "note": "",
+            }
+        ]
+    )
     found = figures.compute([probe], {"raw": raw, "crossval": crossval}, {}, "sm_90a", "NVIDIA H200")
     (fig,) = [f for f in found if f.kind == "peak"]
     assert fig.params == '{"ilp":4,"warps":32}'
@@ -139,8 +178,9 @@ def test_a_peak_on_its_plateau_is_checked_at_a_profiled_point_of_it() -> None:
 
 def test_each_rule_gives_its_figures() -> None:
     probe = case(id="sweep", measures=["latency", "share"], sweep={"n": [1, 2, 3]}, figures={"share": "none"})
-    raw = raw_frame([("sweep", {"n": n}, m, [float(n)] * 3) for n in (1, 2, 3) for m in ("latency", "share")],
-                    unit="cycle")  # fmt: skip
+    raw = raw_frame(
+        [("sweep", {"n": n}, m, [float(n)] * 3) for n in (1, 2, 3) for m in ("latency", "share")], unit="cycle"
+    )
     found = figures.case_figures(probe, raw, figures.points(raw))
     assert [f.name for f in found] == ["sweep latency at n=1", "sweep latency at n=2", "sweep latency at n=3"]
     assert [f.kind for f in found] == ["each"] * 3

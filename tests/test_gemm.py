@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import ARCHS, ROOT, assert_sass_claims
-from smdissect import archs, catalog, figures, report, sass, tables
+from smdissect import archs, catalog, figures, markup, sass, tables
 from smdissect.checks import judge
 from smdissect.views import gemm as view
 
@@ -63,8 +63,14 @@ def test_sm90_kernel_is_the_wgmma_tma_cooperative_configuration(compiled: Callab
     assert sass.count(counts, "WARPGROUP.DEPBAR") < sass.count(counts, "HGMMA")
 
 
-@pytest.mark.parametrize("args", [["--case", "nope"], ["--case", "gemm_bf16", "--param", "mn=1000", "--param", "k=64"],
-                                  ["--case", "gemm_bf16", "--param", "k=4096"]])  # fmt: skip
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--case", "nope"],
+        ["--case", "gemm_bf16", "--param", "mn=1000", "--param", "k=64"],
+        ["--case", "gemm_bf16", "--param", "k=4096"],
+    ],
+)
 def test_bad_parameters_fail_with_one_line(compiled: Callable[[str, str, str], Path], args: list[str]) -> None:
     binary = compiled("sm_90a", "gemm", "cutlass_sm90")
     proc = subprocess.run([str(binary), *args], capture_output=True, text=True)
@@ -82,35 +88,63 @@ UNITS = {
 }  # as the binaries print them
 
 
-def raw_frame(rows: list[tuple[str, dict[str, int], str, list[float], str]], clock: float = 1830.0,
-              gpu: str = "NVIDIA H200", arch: str = "sm_90a") -> pd.DataFrame:  # fmt: skip
+def raw_frame(
+    rows: list[tuple[str, dict[str, int], str, list[float], str]],
+    clock: float = 1830.0,
+    gpu: str = "NVIDIA H200",
+    arch: str = "sm_90a",
+) -> pd.DataFrame:
     """A raw table as the run stage writes it: one row per sample, the SM clock read after each launch."""
     out = []
     for case, params, metric, samples, variant in rows:
         for i, v in enumerate(samples):
-            out.append({"gpu": gpu, "arch": arch, "category": "gemm", "case": case,
-                        "params": tables.canonical_params(params), "family": "cutlass_sm90", "metric": metric,
-                        "unit": UNITS[metric], "repeat": i, "value": v, "cycles": 0.0, "iterations": 1,
-                        "clock_mhz": clock, "smid": -1, "variant": variant, "expect": ""})  # fmt: skip
+            out.append(
+                {
+                    "gpu": gpu,
+                    "arch": arch,
+                    "category": "gemm",
+                    "case": case,
+                    "params": tables.canonical_params(params),
+                    "family": "cutlass_sm90",
+                    "metric": metric,
+                    "unit": UNITS[metric],
+                    "repeat": i,
+                    "value": v,
+                    "cycles": 0.0,
+                    "iterations": 1,
+                    "clock_mhz": clock,
+                    "smid": -1,
+                    "variant": variant,
+                    "expect": "",
+                }
+            )
     return tables.frame("raw", out)
 
 
 def ncu_frame(kind: str, rows: list[dict]) -> pd.DataFrame:
     """A stalls or pipes table of one profiled point, both libraries."""
-    base = {"gpu": "NVIDIA H200", "arch": "sm_90a", "category": "gemm", "case": "gemm_bf16",
-            "params": tables.canonical_params({"k": 8192, "mn": 8192}), "family": "cutlass_sm90"}  # fmt: skip
+    base = {
+        "gpu": "NVIDIA H200",
+        "arch": "sm_90a",
+        "category": "gemm",
+        "case": "gemm_bf16",
+        "params": tables.canonical_params({"k": 8192, "mn": 8192}),
+        "family": "cutlass_sm90",
+    }
     return tables.frame(kind, [base | r for r in rows])
 
 
 def bf16_rows(mn: int, k: int, cutlass: float, cublas: float) -> list:
     """The records of one gemm_bf16 point, as the binary emits them (two samples each)."""
     p = {"k": k, "mn": mn}
-    return [("gemm_bf16", p, "tflops_cutlass", [cutlass, cutlass], "cutlass"),
-            ("gemm_bf16", p, "pct_of_peak_cutlass", [100 * cutlass / 989.4] * 2, "cutlass"),
-            ("gemm_bf16", p, "tflops_cublas", [cublas, cublas], "cublas"),
-            ("gemm_bf16", p, "pct_of_peak_cublas", [100 * cublas / 989.4] * 2, "cublas"),
-            ("gemm_bf16", p, "ratio_to_cublas", [cutlass / cublas] * 2, "cutlass"),
-            ("gemm_bf16", p, "max_rel_err", [0.004], "cutlass")]  # fmt: skip
+    return [
+        ("gemm_bf16", p, "tflops_cutlass", [cutlass, cutlass], "cutlass"),
+        ("gemm_bf16", p, "pct_of_peak_cutlass", [100 * cutlass / 989.4] * 2, "cutlass"),
+        ("gemm_bf16", p, "tflops_cublas", [cublas, cublas], "cublas"),
+        ("gemm_bf16", p, "pct_of_peak_cublas", [100 * cublas / 989.4] * 2, "cublas"),
+        ("gemm_bf16", p, "ratio_to_cublas", [cutlass / cublas] * 2, "cutlass"),
+        ("gemm_bf16", p, "max_rel_err", [0.004], "cutlass"),
+    ]
 
 
 def judged(raw: pd.DataFrame, arch: str = "sm_90a", gpu: str = "NVIDIA H200") -> dict[str, figures.Figure]:
@@ -156,22 +190,41 @@ def test_cutlass_over_cublas_at_their_peaks() -> None:
 
 def test_view_on_a_real_shaped_run() -> None:
     raw = raw_frame(bf16_rows(8192, 8192, 700.0, 750.0) + bf16_rows(4096, 4096, 600.0, 500.0), clock=1500.0)
-    stalls = ncu_frame("stalls", [
-        {"variant": v, "kernel": k, "reason": r, "value": x, "share": x / total}
-        for v, k, total, parts in (("cutlass", "cutlass_gemm_bf16", 3.0, {"wait": 1.5, "math_pipe_throttle": 1.0,
-                                                                        "long_scoreboard": 0.5}),
-                                   ("cublas", "sm90_xmma_gemm", 2.0, {"wait": 0.5, "math_pipe_throttle": 1.5}))
-        for r, x in parts.items()])  # fmt: skip
-    pipes = ncu_frame("pipes", [
-        {"variant": "cutlass", "kernel": "cutlass_gemm_bf16", "pipe": "tensor_op_gmma", "inst_executed": 8.4e6,
-         "pct_of_peak": 91.0},
-        {"variant": "cutlass", "kernel": "cutlass_gemm_bf16", "pipe": "alu", "inst_executed": 1e5,
-         "pct_of_peak": 2.0}])  # fmt: skip
+    stalls = ncu_frame(
+        "stalls",
+        [
+            {"variant": v, "kernel": k, "reason": r, "value": x, "share": x / total}
+            for v, k, total, parts in (
+                ("cutlass", "cutlass_gemm_bf16", 3.0, {"wait": 1.5, "math_pipe_throttle": 1.0, "long_scoreboard": 0.5}),
+                ("cublas", "sm90_xmma_gemm", 2.0, {"wait": 0.5, "math_pipe_throttle": 1.5}),
+            )
+            for r, x in parts.items()
+        ],
+    )
+    pipes = ncu_frame(
+        "pipes",
+        [
+            {
+                "variant": "cutlass",
+                "kernel": "cutlass_gemm_bf16",
+                "pipe": "tensor_op_gmma",
+                "inst_executed": 8.4e6,
+                "pct_of_peak": 91.0,
+            },
+            {
+                "variant": "cutlass",
+                "kernel": "cutlass_gemm_bf16",
+                "pipe": "alu",
+                "inst_executed": 1e5,
+                "pct_of_peak": 2.0,
+            },
+        ],
+    )
     table = figures_frame(raw)
     html = dict(view.sections({"raw": raw, "stalls": stalls, "pipes": pipes, "figures": table}))
     body = html["GEMM throughput: CUTLASS vs cuBLAS"]
     assert "<svg" in body and "gemm_bf16 peak tflops_cutlass" in body and "70.75" in body  # % of the datasheet peak
-    assert report.number(100 * 700e12 / (132 * 4096 * 1500e6)) in body  # 86.31: at the 1500 MHz the launch ran at
+    assert markup.number(100 * 700e12 / (132 * 4096 * 1500e6)) in body  # 86.31: at the 1500 MHz the launch ran at
     assert "0.9333" in body and "s-unverified" in body
     rows = view.throughput(table)
     assert rows["figure"].iloc[0] == "gemm_bf16 peak tflops_cutlass"  # the ceilings first, then shape by shape
@@ -184,8 +237,10 @@ def test_view_on_a_real_shaped_run() -> None:
 
 
 def test_nvfp4_rows_have_no_cublas_partner() -> None:
-    rows = [("gemm_nvfp4", {"k": 4096, "mn": 8192}, "tflops", [900.0, 910.0], "cutlass"),
-            ("gemm_nvfp4", {"k": 4096, "mn": 8192}, "max_rel_err", [0.003], "cutlass")]  # fmt: skip
+    rows = [
+        ("gemm_nvfp4", {"k": 4096, "mn": 8192}, "tflops", [900.0, 910.0], "cutlass"),
+        ("gemm_nvfp4", {"k": 4096, "mn": 8192}, "max_rel_err", [0.003], "cutlass"),
+    ]
     gpu = "NVIDIA RTX PRO 5000 Blackwell"
     found = judged(raw_frame(rows, clock=2000.0, gpu=gpu, arch="sm_120a"), "sm_120a", gpu)
     pct = one(found, "pct_of_peak_at_clock_cutlass")
@@ -195,8 +250,9 @@ def test_nvfp4_rows_have_no_cublas_partner() -> None:
     assert one(found, "max_rel_err").value == pytest.approx(0.003)
 
 
-@pytest.mark.parametrize("frames", [{}, {"raw": pd.DataFrame()}, {"raw": raw_frame([]), "stalls": ncu_frame(
-    "stalls", [])}])  # fmt: skip
+@pytest.mark.parametrize(
+    "frames", [{}, {"raw": pd.DataFrame()}, {"raw": raw_frame([]), "stalls": ncu_frame("stalls", [])}]
+)
 def test_view_without_measurements_says_so(frames: dict[str, pd.DataFrame]) -> None:
     for title, body in view.sections(frames):
         assert "no " in body and "measurements" in body, title
@@ -205,8 +261,12 @@ def test_view_without_measurements_says_so(frames: dict[str, pd.DataFrame]) -> N
 @pytest.mark.gpu
 def test_cutlass_matches_cublas_and_reaches_the_tensor_cores(compiled: Callable[[str, str, str], Path]) -> None:
     binary = compiled("sm_90a", "gemm", "cutlass_sm90")
-    out = subprocess.run([str(binary), "--case", "gemm_bf16", "--param", "mn=4096", "--param", "k=4096",
-                          "--repeats", "5"], capture_output=True, text=True, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        [str(binary), "--case", "gemm_bf16", "--param", "mn=4096", "--param", "k=4096", "--repeats", "5"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     records = {r["metric"]: r for r in map(json.loads, out.splitlines())}
     assert records["max_rel_err"]["value"] < 0.01
     assert 300 < records["tflops_cutlass"]["value"] < 989.4 * 1980 / 1830

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from conftest import FLAGS, ROOT, run_cli
-from smdissect import build, device, ncu, parse
+from smdissect import build, catalog, device, ncu, parse
 
 pytestmark = pytest.mark.gpu
 
@@ -42,12 +42,7 @@ def test_ffma_latency_is_four_cycles(binaries: dict[str, Path]) -> None:
     assert record["clock_mhz"] > 0 and record["smid"] >= 0
 
 
-@pytest.mark.parametrize(
-    ("family", "case"),
-    [("float", c) for c in ("ffma", "fadd", "fmul", "hfma2", "dfma")]
-    + [("integer", c) for c in ("iadd3", "imad", "lop3")]
-    + [("sfu", c) for c in ("mufu_ex2", "mufu_rcp")],
-)
+@pytest.mark.parametrize(("family", "case"), [(c.family, c.id) for c in catalog.load(ROOT / "kernels", "latency")])
 def test_latency_samples_spread_under_one_cycle(binaries: dict[str, Path], family: str, case: str) -> None:
     samples = latency(binaries[family], case)["samples"]
     assert len(samples) == 9 and max(samples) - min(samples) < 1.0, samples

@@ -8,7 +8,7 @@ import re
 import pandas as pd
 import pytest
 from conftest import ROOT
-from smdissect import headlines, pipeline, tables
+from smdissect import files, headlines, pipeline, tables
 
 RUN = ROOT / "reports" / "h200" / "tables" / "sm_90a"
 PAGES = ROOT / "reports" / "h200"
@@ -36,8 +36,10 @@ def test_every_category_has_figures_each_with_a_status_and_reason(figures: pd.Da
 def test_each_page_counts_its_figures_and_shows_no_contradicted_one_as_a_finding(figures: pd.DataFrame) -> None:
     for category, mine in figures.groupby("category"):
         page = (PAGES / f"{category}.html").read_text()
-        section = page[page.index('<section id="findings">'):page.index("</section>", page.index('id="findings"'))]
-        every = page[page.index('<section id="all-figures">'):page.index("</section>", page.index('id="all-figures"'))]
+        section = page[page.index('<section id="findings">') : page.index("</section>", page.index('id="findings"'))]
+        every = page[
+            page.index('<section id="all-figures">') : page.index("</section>", page.index('id="all-figures"'))
+        ]
         counts = mine["status"].value_counts()
         for status in tables.FIGURE_STATUSES:
             assert re.search(rf">{status}</span> <b>{int(counts.get(status, 0))}</b>", section), (category, status)
@@ -50,14 +52,17 @@ def test_each_page_counts_its_figures_and_shows_no_contradicted_one_as_a_finding
 def test_readme_headlines_are_the_committed_figures(figures: pd.DataFrame) -> None:
     block = headlines.markdown(headlines.table(figures, pipeline.reference(ROOT / "kernels")), figures)
     readme = (ROOT / "README.md").read_text()
-    assert f"{headlines.START}\n{block}\n{headlines.END}" in readme, "run: python3 -m smdissect headlines --tables " \
-        "reports/h200/tables --readme README.md"
+    start, end = files.markers("headlines")
+    assert f"{start}\n{block}\n{end}" in readme, (
+        "run: python3 -m smdissect headlines --tables reports/h200/tables --readme README.md"
+    )
     assert "missing" not in set(headlines.table(figures, pd.DataFrame())["status"])  # every headline is in the run
 
 
 def test_pipelines_table_has_sixty_instruction_types_with_sub_cycle_spread(figures: pd.DataFrame) -> None:
-    latency = figures[(figures["category"] == "pipelines") & (figures["metric"] == "latency") &
-                      (figures["kind"] == "point")]  # fmt: skip
+    latency = figures[
+        (figures["category"] == "pipelines") & (figures["metric"] == "latency") & (figures["kind"] == "point")
+    ]
     assert latency["case"].nunique() >= 60 and (latency["spread"] < 1.0).all()
     ffma = one(figures, "ffma peak throughput", "pipelines")
     assert ffma["value"] == pytest.approx(4.0, rel=0.05)  # the SM's issue limit: 4 sub-partitions x 1 warp-inst/cycle

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import ARCHS, ROOT, assert_profile_budget, assert_sass_claims, listing, raw_frame
-from smdissect import catalog, figures, report, run, tables
+from smdissect import catalog, figures, markup, run, tables
 from smdissect.derived import interconnect as derived
 from smdissect.tables import canonical_params
 from smdissect.views import interconnect as view
@@ -55,8 +55,7 @@ def test_every_case_is_listed_without_a_gpu(compiled: Callable[[str, str, str], 
 
 @pytest.mark.parametrize("argv", [["--case", "nope"], ["--param", "src=x"], ["--repeats", "0"], ["--bogus"]])
 def test_bad_arguments_fail_with_one_line(compiled: Callable[[str, str, str], Path], argv: list[str]) -> None:
-    proc = subprocess.run([str(compiled(ARCHS[0], "interconnect", "peer_copy")), *argv], capture_output=True,
-                          text=True)  # fmt: skip
+    proc = subprocess.run([str(compiled(ARCHS[0], "interconnect", "peer_copy")), *argv], capture_output=True, text=True)
     assert proc.returncode != 0 and len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith("error:")
 
 
@@ -91,8 +90,14 @@ def run_rows() -> list[tuple[str, dict[str, int], str, list[float]]]:
                 ("peer_chase", {"gpu": s, "mem": d, "footprint_mb": mb}, "latency", [local * (1 if s == d else 4)])
             )
     for s, d in [(0, 1), (1, 0)]:
-        for metric, v in [("cuda_peer_access", 1), ("cuda_native_atomics", 1), ("cuda_performance_rank", 0),
-                          ("nvml_p2p_read", 1), ("nvml_p2p_nvlink", 1), ("topology_level", 10)]:  # fmt: skip
+        for metric, v in [
+            ("cuda_peer_access", 1),
+            ("cuda_native_atomics", 1),
+            ("cuda_performance_rank", 0),
+            ("nvml_p2p_read", 1),
+            ("nvml_p2p_nvlink", 1),
+            ("topology_level", 10),
+        ]:
             rows.append(("p2p_link", {"src": s, "dst": d}, metric, [float(v)]))
     for g in (0, 1):
         rows += [("nvlink_state", {"gpu": g}, "nvlinks_active", [18.0])]
@@ -104,8 +109,9 @@ UNITS = {"bandwidth": "GB/s", "latency": "cycle", "round_trip": "ns", "nvlinks_a
 PEER_1G, LOCAL_1G = 400.0 * 1024 / 1025, 2000.0 * 1024 / 1025  # run_rows' 1024 MB copies
 
 
-def judged(rows: list[tuple[str, dict[str, int], str, list[float]]],
-           status: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:  # fmt: skip
+def judged(
+    rows: list[tuple[str, dict[str, int], str, list[float]]], status: pd.DataFrame | None = None
+) -> dict[str, pd.DataFrame]:
     """The frames a page of a run of these rows gets: raw (each metric in its unit), status and judged figures."""
     raw = raw_frame(rows)
     raw = raw.assign(unit=raw["metric"].map(UNITS).fillna(""))
@@ -125,8 +131,10 @@ def test_peer_figures_divide_by_the_same_gpus_local_point() -> None:
     assert f.loc["kernel_copy_peer 0 -> 1 / local, size_mb=1024", "value"] == pytest.approx(0.12)  # 360 / 3000
     uni = f.loc["memcpy_peer 1 -> 0 / local, size_mb=1024"]  # the largest size only: medians of uni and uni + 2
     assert uni["value"] == pytest.approx((PEER_1G + 1) / (LOCAL_1G + 1)) and uni["kind"] == "derived"
-    assert json.loads(uni["points"]) == [canonical_params({"dst": 0, "size_mb": 1024, "src": 1}),
-                                         canonical_params({"dst": 1, "size_mb": 1024, "src": 1})]  # fmt: skip
+    assert json.loads(uni["points"]) == [
+        canonical_params({"dst": 0, "size_mb": 1024, "src": 1}),
+        canonical_params({"dst": 1, "size_mb": 1024, "src": 1}),
+    ]
     assert f.loc["atomic_sys_latency 0 -> 1 / local", "value"] == pytest.approx(10.0)
     assert f.loc["ping_pong 1 -> 0 / local", "value"] == pytest.approx(2500.0 / 700.0)
     assert f.loc["atomic_sys_latency latency in ns at gpu=0, mem=1", "value"] == pytest.approx(1000.0)  # 1980 MHz
@@ -148,8 +156,11 @@ def one_gpu() -> tuple[list[tuple[str, dict[str, int], str, list[float]]], pd.Da
     """The same run on a host with one GPU: the local points only, every peer point a static row."""
     rows = [r for r in run_rows() if len({v for k, v in r[1].items() if k in GPU_KEYS}) == 1]
     why = "needs 2 GPUs with peer access; 1 present"
-    static = [{"case": c, "params": canonical_params(p), "status": "static", "reason": f"static: {c} {why}"}
-              for c, p, _, _ in run_rows() if len({v for k, v in p.items() if k in GPU_KEYS}) > 1]  # fmt: skip
+    static = [
+        {"case": c, "params": canonical_params(p), "status": "static", "reason": f"static: {c} {why}"}
+        for c, p, _, _ in run_rows()
+        if len({v for k, v in p.items() if k in GPU_KEYS}) > 1
+    ]
     return rows, pd.DataFrame(static).drop_duplicates()
 
 
@@ -158,8 +169,12 @@ def test_one_gpu_has_no_peer_figure_and_says_why() -> None:
     frames = judged(rows, status)
     assert not frames["figures"]["metric"].isin(["vs_local", "link_share"]).any()
     html = dict(view.sections(frames))
-    for title in ("Peer-to-peer copy bandwidth", "Cross-GPU atomic latency: local vs peer",
-                  "Peer memory access latency (pointer chase)", "GPU-to-GPU ping-pong round trip"):  # fmt: skip
+    for title in (
+        "Peer-to-peer copy bandwidth",
+        "Cross-GPU atomic latency: local vs peer",
+        "Peer memory access latency (pointer chase)",
+        "GPU-to-GPU ping-pong round trip",
+    ):
         assert "no peer point measured" in html[title] and "needs 2 GPUs with peer access" in html[title], title
     # the local figures keep their per-pair names on one GPU
     assert "atomic_sys_latency latency at gpu=0, mem=0" in set(frames["figures"]["figure"])
@@ -179,7 +194,7 @@ def test_view_on_a_real_shaped_run() -> None:
     links = html["Links reported by CUDA and NVML"]
     assert "<td>single switch</td>" in links and "<td>4.0</td>" in links and "<td>18.00</td>" in links
     shown = set(re.findall(r"<td(?: class=\"num\")?>(-?[0-9][0-9.e+]*)</td>", "".join(html.values())))
-    assert shown and shown <= {report.number(v) for v in frames["figures"]["value"]} | {"4.0"}  # NVLink 4.0's name
+    assert shown and shown <= {markup.number(v) for v in frames["figures"]["value"]} | {"4.0"}  # NVLink 4.0's name
 
 
 @pytest.mark.parametrize("frames", [{}, {"raw": pd.DataFrame()}])

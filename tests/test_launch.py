@@ -28,8 +28,16 @@ def sass_checks(compiled: Compiled, arch: str, family: str, tmp_path: Path) -> p
     """The sass_checks table of one family on one arch, made by the pipeline's own stage."""
     binary = compiled(arch, "launch", family)
     out = tmp_path / arch / family
-    pipeline.sass_tables(binary, binary.with_suffix(".json"), catalog.families(CASES)[family], arch, "test",
-                         out / "s.parquet", out / "c.parquet", out / "controls.parquet")  # fmt: skip
+    pipeline.sass_tables(
+        binary,
+        binary.with_suffix(".json"),
+        catalog.families(CASES)[family],
+        arch,
+        "test",
+        out / "s.parquet",
+        out / "c.parquet",
+        out / "controls.parquet",
+    )
     return tables.read("sass_checks", out / "c.parquet")
 
 
@@ -75,9 +83,13 @@ def test_pdl_and_clc_instructions_are_where_each_arch_has_them(compiled: Compile
 
 @pytest.mark.parametrize(
     ("family", "args"),
-    [("gap", ["--case", "gap_pdl", "--param", "kernels=two"]), ("hostlink", ["--repeats", "0"]),
-     ("overhead", ["--case", "launch_round_trip", "--bogus"]), ("clc", [])],
-)  # fmt: skip
+    [
+        ("gap", ["--case", "gap_pdl", "--param", "kernels=two"]),
+        ("hostlink", ["--repeats", "0"]),
+        ("overhead", ["--case", "launch_round_trip", "--bogus"]),
+        ("clc", []),
+    ],
+)
 def test_bad_arguments_fail_with_one_line(compiled: Compiled, family: str, args: list[str]) -> None:
     proc = subprocess.run([str(compiled("sm_90a", "launch", family)), *args], capture_output=True, text=True)
     assert proc.returncode != 0 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
@@ -89,10 +101,26 @@ def raw_frame(rows: list[tuple[str, dict[str, int], str, str, list[float]]]) -> 
     out = []
     for case, params, metric, unit, samples in rows:
         for i, v in enumerate(samples):
-            out.append({"gpu": "NVIDIA H200", "arch": "sm_90a", "category": "launch", "case": case,
-                        "params": tables.canonical_params(params), "family": "", "metric": metric, "unit": unit,
-                        "repeat": i, "value": v, "cycles": 0.0, "iterations": 1, "clock_mhz": 0.0, "smid": -1,
-                        "variant": "", "expect": "{}"})  # fmt: skip
+            out.append(
+                {
+                    "gpu": "NVIDIA H200",
+                    "arch": "sm_90a",
+                    "category": "launch",
+                    "case": case,
+                    "params": tables.canonical_params(params),
+                    "family": "",
+                    "metric": metric,
+                    "unit": unit,
+                    "repeat": i,
+                    "value": v,
+                    "cycles": 0.0,
+                    "iterations": 1,
+                    "clock_mhz": 0.0,
+                    "smid": -1,
+                    "variant": "",
+                    "expect": "{}",
+                }
+            )
     return tables.frame("raw", out)
 
 
@@ -102,8 +130,10 @@ GAPS = {"gap_serial": 1.2, "gap_graph": 0.9, "gap_pdl": 0.5}  # dependent gap (u
 def real_shaped() -> pd.DataFrame:
     """A raw table like a launch run on an H200: every case, a few points each."""
     rows = [("launch_round_trip", {"ctas": c}, "latency", "us", [9.0, 10.0, 11.0]) for c in (0, 1)]
-    rows += [("launch_enqueue", {"ctas": 1}, "enqueue", "us", [2.0, 2.5]), ("launch_enqueue", {"ctas": 1},
-             "completed", "us", [2.6])]  # fmt: skip
+    rows += [
+        ("launch_enqueue", {"ctas": 1}, "enqueue", "us", [2.0, 2.5]),
+        ("launch_enqueue", {"ctas": 1}, "completed", "us", [2.6]),
+    ]
     for case, gap in GAPS.items():
         for ctas in (0, 1):
             for n in (2, 16):
@@ -117,8 +147,15 @@ def real_shaped() -> pd.DataFrame:
             for kb, f in ((4, 0.05), (1024, 0.8), (65536, 0.99), (262144, 1))
         ]
     rows += [("h2d_pageable", {"size_kb": 65536}, "bandwidth", "GB/s", [20.0])]
-    rows += [("pcie_link", {}, m, u, [v]) for m, u, v in (("link_speed", "GT/s", 32.0), ("link_width", "lanes", 16),
-             ("max_link_speed", "GT/s", 32.0), ("max_link_width", "lanes", 16))]  # fmt: skip
+    rows += [
+        ("pcie_link", {}, m, u, [v])
+        for m, u, v in (
+            ("link_speed", "GT/s", 32.0),
+            ("link_width", "lanes", 16),
+            ("max_link_speed", "GT/s", 32.0),
+            ("max_link_width", "lanes", 16),
+        )
+    ]
     return raw_frame(rows)
 
 
@@ -148,8 +185,10 @@ def test_gap_figures_are_the_longest_chain_rounded_to_the_timer() -> None:
     assert f.loc["PDL start gap, one CTA per SM", "value"] == pytest.approx(-1.5)
     assert f.loc["PDL saves against serial, 1 CTA", "value"] == pytest.approx(0.7)  # 1.3 - 0.6
     # not one digit below the timer's: a gap of 1/3 of a 32 ns step prints as 0.01 us steps
-    rows = [("gap_serial", {"ctas": 1, "kernels": 64}, "dependent_gap", "us", [0.341333, 0.3466]),
-            ("globaltimer_step", {}, "step", "ns", [32.0])]  # fmt: skip
+    rows = [
+        ("gap_serial", {"ctas": 1, "kernels": 64}, "dependent_gap", "us", [0.341333, 0.3466]),
+        ("globaltimer_step", {}, "step", "ns", [32.0]),
+    ]
     (gap,) = derived.gaps(raw_frame(rows), {})
     assert gap.value == 0.34 and gap.spread == 0.01
     unknown = derived.gaps(raw_frame(rows[:1]), {})[0]  # no timer step measured: not rounded, and it says so
@@ -166,8 +205,12 @@ def test_host_link_peak_and_shares() -> None:
     assert f.loc["pageable / pinned H2D at size_kb=65536", "value"] == pytest.approx(20.0 / (0.99 * 57.0))
     # the copy peaks stand on their size sweep: levelled (56.4 -> 57 GB/s) or not saturated (30 -> 57)
     assert f.loc["h2d_pinned peak bandwidth", "status"] == "unverified"
-    rising = raw_frame([("h2d_pinned", {"size_kb": kb}, "bandwidth", "GB/s", [v]) for kb, v in ((4, 3.0), (1024, 30.0),
-                                                                                                  (262144, 57.0))])
+    rising = raw_frame(
+        [
+            ("h2d_pinned", {"size_kb": kb}, "bandwidth", "GB/s", [v])
+            for kb, v in ((4, 3.0), (1024, 30.0), (262144, 57.0))
+        ]
+    )
     (peak,) = [x for x in figures.compute(CASES, {"raw": rising}, {}, "sm_90a", "NVIDIA H200") if x.kind == "peak"]
     assert judge(peak.checks)[0] == "contradicted" and "size_kb=1024 to 262144" in judge(peak.checks)[1]
 
@@ -216,8 +259,11 @@ def test_gaps_run_and_pdl_overlaps(compiled: Compiled) -> None:
         by[case] = {r["metric"]: r["value"] for r in records}
     assert 0 < by["gap_serial"]["dependent_gap"] < 50 and 0 < by["gap_pdl"]["dependent_gap"] < 50
     assert by["gap_pdl"]["start_gap"] < by["gap_serial"]["start_gap"]  # launched before its predecessor ended
-    proc = subprocess.run([str(binary), "--case", "gap_serial", "--param", "kernels=1", "--param", "ctas=1"],
-                          capture_output=True, text=True)  # fmt: skip
+    proc = subprocess.run(
+        [str(binary), "--case", "gap_serial", "--param", "kernels=1", "--param", "ctas=1"],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode != 0 and proc.stderr.strip() == "error: kernels must be in 2..1024"
 
 

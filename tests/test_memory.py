@@ -172,8 +172,10 @@ def derived_by_name(raw: pd.DataFrame, generic: list[figures.Figure] | None = No
 
 def chase_rows(curve: dict[int, float], stride: int = 0) -> pd.DataFrame:
     """Raw rows of the chase case for one stride: 9 samples a footprint, 0.2 cycle apart."""
-    rows = [("chase", {"footprint_kb": kb, "stride_b": stride}, "latency", [v, v + 0.2] * 4 + [v + 0.1])
-            for kb, v in curve.items()]  # fmt: skip
+    rows = [
+        ("chase", {"footprint_kb": kb, "stride_b": stride}, "latency", [v, v + 0.2] * 4 + [v + 0.1])
+        for kb, v in curve.items()
+    ]
     return raw_frame(rows, unit="cycle", iterations=32768)
 
 
@@ -198,8 +200,8 @@ def test_levels_of_the_h200_staircase(run_raw: pd.DataFrame) -> None:
     assert "not saturated" in tail.checks[0].detail and "+27.2% from 1 GB to 2 GB" in tail.checks[0].detail
     assert "chase latency at the largest footprint (random)" not in found
     l1, l2 = found["chase L1 latency (random)"], found["chase L2 latency (random)"]
-    assert [json.loads(p)["footprint_kb"] for p in l1.points] == [1, 4, 16, 32, 64, 128, 192, 224]
-    assert json.loads(l2.points[0])["footprint_kb"] == 384 and len(l2.points) == 8 and l2.samples == 72
+    assert [tables.parse_params(p)["footprint_kb"] for p in l1.points] == [1, 4, 16, 32, 64, 128, 192, 224]
+    assert tables.parse_params(l2.points[0])["footprint_kb"] == 384 and len(l2.points) == 8 and l2.samples == 72
     level = run_raw[(run_raw["case"] == "chase") & run_raw["params"].isin(l2.points)]["value"]
     assert l2.spread == pytest.approx(level.max() - level.min()) and 0.5 < l2.spread < 2  # the range of all its samples
     metrics = {f.metric for n, f in found.items() if n.startswith("chase ") and "latency" in n}
@@ -219,7 +221,9 @@ def test_the_committed_staircase_is_judged_by_its_levels(run_raw: pd.DataFrame) 
 
 def test_levels_need_three_footprints_within_five_percent() -> None:
     assert derived.runs([32.0, 32.0, 32.1, 93.0, 280.2, 279.6, 279.7, 301.0, 378.0, 427.0, 516.0, 558.0, 621.0]) == [
-        (0, 2), (4, 6)]  # fmt: skip
+        (0, 2),
+        (4, 6),
+    ]
     assert derived.runs([32.0, 32.0, 280.0, 280.5, 281.0]) == [(2, 4)]  # two points are no level
     assert derived.runs([413.0, 438.0, 473.0]) == []  # a 6% and an 8% rise: a slope
     assert derived.runs([100.0, 104.0, 108.0, 112.0]) == [(0, 2)]  # each within 5% of the first three's median
@@ -228,7 +232,7 @@ def test_levels_need_three_footprints_within_five_percent() -> None:
 
 def test_a_sweep_cut_before_dram_has_no_dram_level(run_raw: pd.DataFrame) -> None:
     chase = run_raw[(run_raw["case"] == "chase") & run_raw["params"].str.endswith('"stride_b":0}')]
-    cut = chase[chase["params"].map(lambda p: json.loads(p)["footprint_kb"] <= 262144)]
+    cut = chase[chase["params"].map(lambda p: tables.parse_params(p)["footprint_kb"] <= 262144)]
     found = derived_by_name(cut)  # the committed sweep up to 256 MB: 516, 558, 621 cycles at 96, 128, 256 MB
     assert "chase DRAM latency (random)" not in found
     tail = found["chase latency at the largest footprint (random)"]
@@ -251,9 +255,11 @@ def test_shared_memory_figures_name_what_they_measure(run_raw: pd.DataFrame) -> 
     wide = found["shared-memory latency, 128-bit LDS.128 chase (lane l on element l, no conflict)"]
     assert wide.value == pytest.approx(32.47, abs=0.01) and wide.paper == ""  # a review took 32.47 for "the" latency
     assert found["shared-memory latency, 64-bit LDS.64 chase (lane l on element l, no conflict)"].value == (
-        pytest.approx(26.34, abs=0.01))  # fmt: skip
+        pytest.approx(26.34, abs=0.01)
+    )
     assert found["shared-memory broadcast latency, 32-bit LDS chase (all 32 lanes on one element)"].value == (
-        pytest.approx(23.0, abs=0.01))  # fmt: skip
+        pytest.approx(23.0, abs=0.01)
+    )
     penalty = found["shared-memory bank-conflict penalty (cycles per extra way)"]
     assert penalty.value == pytest.approx(2.0, abs=0.01) and penalty.spread < 0.01 and len(penalty.points) == 32
     assert "largest residual" in penalty.derivation
@@ -276,8 +282,10 @@ def test_mlp_knees(run_raw: pd.DataFrame) -> None:
     assert dram.value == 4 and dram.params == '{"footprint_kb":524288,"loads":4}'
     assert found["MLP round latency at 1 load (8 MB footprint)"].value == pytest.approx(275.4, abs=0.1)
     assert found["MLP round latency at 1 load (512 MB footprint)"].value == pytest.approx(637.1, abs=0.2)
-    rows = [("mlp", {"footprint_kb": 8192, "loads": n}, "latency", [v]) for n, v in
-            zip((1, 4, 8, 16, 32), (600, 605, 610, 900, 1800), strict=True)]  # fmt: skip
+    rows = [
+        ("mlp", {"footprint_kb": 8192, "loads": n}, "latency", [v])
+        for n, v in zip((1, 4, 8, 16, 32), (600, 605, 610, 900, 1800), strict=True)
+    ]
     assert derived_by_name(raw_frame(rows, unit="cycle"))["MLP knee (8 MB footprint)"].value == 8
     flat = [("mlp", {"footprint_kb": 64, "loads": n}, "latency", [600.0 + n]) for n in (1, 2, 4)]
     knee = derived_by_name(raw_frame(flat, unit="cycle"))["MLP knee (64 KB footprint)"]
@@ -300,7 +308,7 @@ def test_bandwidth_shares_and_library_ratios(run_raw: pd.DataFrame) -> None:
         assert [c.verdict for c in bound] == ["agree"] and "128 B/cycle/SM" in bound[0].detail, case
     copy = found["dram_copy best bandwidth, share of datasheet DRAM"]
     assert judge(copy.checks)[0] != "contradicted" and len(copy.points) > 1  # 4012 GB/s levels beyond 128 CTAs
-    kept = run_raw["params"].map(lambda p: json.loads(p).get("ctas", 0) <= 128)
+    kept = run_raw["params"].map(lambda p: tables.parse_params(p).get("ctas", 0) <= 128)
     cut = run_raw[(run_raw["case"] != "dram_copy") | kept]  # dram_copy's sweep cut at its peak's 128 CTAs
     generic = [f for f in judged(cut).values() if f.kind != "derived"]
     mine = derived_by_name(cut, generic)  # a peak that has not levelled passes that on to what it gives
@@ -352,8 +360,9 @@ def near_far_frames(far_sm: dict[int, np.ndarray] | None = None, launches: int =
         point = {"footprint_kb": 8192, "sm_slot": slot}
         lat = np.tile(np.where(far, 298.0, 265.0), launches) + 3 * rng.standard_normal(launches * NEAR_FAR_LINES)
         smid = slot * 132 // 16
-        frames.append(raw_frame([("chase_near_far", point, "load_latency", list(lat))],
-                                iterations=NEAR_FAR_LINES, smid=smid))  # fmt: skip
+        frames.append(
+            raw_frame([("chase_near_far", point, "load_latency", list(lat))], iterations=NEAR_FAR_LINES, smid=smid)
+        )
         overhead = [31.0 + 0.1 * (i % 3) for i in range(launches)]
         frames.append(raw_frame([("chase_near_far", point, "timing_overhead", overhead)], smid=smid))
     return frames
@@ -377,7 +386,8 @@ def test_near_far_figures_state_the_modes_of_each_sm() -> None:
     assert "L2 same sides as slot 0 (SM slot 0)" not in found
     overhead = [found[f"timing overhead (SM slot {s})"] for s in slots]
     assert [f.value for f in overhead] == pytest.approx([31.1] * 3) and [f.spread for f in overhead] == pytest.approx(
-        [0.2] * 3)  # fmt: skip
+        [0.2] * 3
+    )
     near = found["L2 near latency (SM slot 0)"]
     assert near.spread < 1 and [(c.name, c.verdict) for c in near.checks] == [("line agreement", "agree")]
     bars = view.histogram(raw)
@@ -392,8 +402,9 @@ def test_near_far_figures_state_the_modes_of_each_sm() -> None:
     checks = derived_by_name(noisy)["L2 far latency (SM slot 0)"].checks
     assert [(c.name, c.verdict) for c in checks] == [("line agreement", "disagree")]
     assert "not partitions" in checks[0].detail
-    unrelated = derived_by_name(pd.concat(near_far_frames({0: FAR, 4: np.random.default_rng(3).permutation(FAR)}),
-                                          ignore_index=True))["L2 same sides as slot 0 (SM slot 4)"]  # fmt: skip
+    unrelated = derived_by_name(
+        pd.concat(near_far_frames({0: FAR, 4: np.random.default_rng(3).permutation(FAR)}), ignore_index=True)
+    )["L2 same sides as slot 0 (SM slot 4)"]
     assert [(c.name, c.verdict) for c in unrelated.checks] == [("partitions", "disagree")]
 
 
@@ -430,17 +441,20 @@ def test_view_without_measurements_says_so(frames: dict[str, pd.DataFrame]) -> N
 @pytest.mark.gpu
 @pytest.mark.parametrize(
     ("family", "case", "params"),
-    [("chase", "chase", ["footprint_kb=384,512,131072,262144", "stride_b=0,128"]),
-     ("chase", "chase", ["footprint_kb=32768,49152,65536", "stride_b=0,32,128"]),  # the L2's transition
-     ("mlp", "mlp", ["footprint_kb=524288", "loads=1,64"])],
-)  # fmt: skip
+    [
+        ("chase", "chase", ["footprint_kb=384,512,131072,262144", "stride_b=0,128"]),
+        ("chase", "chase", ["footprint_kb=32768,49152,65536", "stride_b=0,32,128"]),  # the L2's transition
+        ("mlp", "mlp", ["footprint_kb=524288", "loads=1,64"]),
+    ],
+)
 def test_chase_latency_rows_are_steady(
     compiled: Callable[[str, str, str], Path], family: str, case: str, params: list[str]
 ) -> None:
     binary = compiled("sm_90a", "memory", family)
     args = [a for p in params for a in ("--param", p)]
-    out = subprocess.run([str(binary), "--case", case, *args, "--repeats", "9"],
-                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        [str(binary), "--case", case, *args, "--repeats", "9"], capture_output=True, text=True, check=True
+    ).stdout
     records = [json.loads(line) for line in out.splitlines()]
     assert len(records) == math.prod(len(p.split(",")) for p in params)
     for r in records:
@@ -485,8 +499,11 @@ def near_far_records(raw: pd.DataFrame) -> dict[tuple[int, str], dict]:
     out = {}
     for (params, metric), g in raw.groupby(["params", "metric"]):
         samples = g.sort_values("repeat")["value"].tolist()
-        out[json.loads(params)["sm_slot"], metric] = {"samples": samples, "value": float(np.median(samples)),
-                                                      "iterations": int(g["iterations"].iloc[0])}  # fmt: skip
+        out[tables.parse_params(params)["sm_slot"], metric] = {
+            "samples": samples,
+            "value": float(np.median(samples)),
+            "iterations": int(g["iterations"].iloc[0]),
+        }
     return out
 
 
@@ -522,8 +539,9 @@ def test_near_far_problems_can_be_found() -> None:
 def test_near_far_modes_are_steady_and_tied_to_the_lines(compiled: Callable[[str, str, str], Path]) -> None:
     binary = compiled("sm_90a", "memory", "chase")
     args = ["--param", "footprint_kb=8192", "--param", "sm_slot=0,4,8,12", "--repeats", "9"]
-    out = subprocess.run([str(binary), "--case", "chase_near_far", *args],
-                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        [str(binary), "--case", "chase_near_far", *args], capture_output=True, text=True, check=True
+    ).stdout
     records = {(r["params"]["sm_slot"], r["metric"]): r for r in map(json.loads, out.splitlines())}
     assert sorted(records) == [(s, m) for s in (0, 4, 8, 12) for m in ("load_latency", "timing_overhead")]
     assert all(records[s, "load_latency"]["iterations"] == 512 for s in (0, 4, 8, 12))
@@ -533,7 +551,11 @@ def test_near_far_modes_are_steady_and_tied_to_the_lines(compiled: Callable[[str
 @pytest.mark.gpu
 def test_shared_latency_runs_and_is_steady(compiled: Callable[[str, str, str], Path]) -> None:
     binary = compiled("sm_90a", "memory", "shared")
-    out = subprocess.run([str(binary), "--case", "smem_latency", "--param", "bits=32", "--repeats", "5"],
-                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        [str(binary), "--case", "smem_latency", "--param", "bits=32", "--repeats", "5"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     (record,) = [json.loads(line) for line in out.splitlines()]
     assert 10 < record["value"] < 100 and max(record["samples"]) - min(record["samples"]) < 2

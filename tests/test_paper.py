@@ -31,8 +31,10 @@ def _load_with(tmp_path: Path, data: dict) -> dict[str, paper.Entry]:
 def _recomputed(category: str, arch: str = "sm_90a") -> pd.DataFrame:
     """A category's figures table computed afresh from the committed H200 tables, as the figures stage would."""
     run, static = H200 / arch / category, H200 / "static" / arch / category
-    frames = {kind: tables.read(kind, sorted(folder.rglob(f"{kind}.parquet"))) for kind, folder in
-              (("raw", run), ("crossval", run), ("sass_checks", static), ("controlcodes", static))}  # fmt: skip
+    frames = {
+        kind: tables.read(kind, sorted(folder.rglob(f"{kind}.parquet")))
+        for kind, folder in (("raw", run), ("crossval", run), ("sass_checks", static), ("controlcodes", static))
+    }
     others = {}
     for other in catalog.referenced_categories(KERNELS, category):
         raw = tables.read("raw", sorted((H200 / arch / other).rglob("raw.parquet")))
@@ -87,8 +89,10 @@ def test_a_reason_outside_the_vocabulary_fails(tmp_path: Path) -> None:
 
 def test_only_another_gpus_column_keeps_a_counterpart(tmp_path: Path) -> None:
     data = _map()
-    data["rows"]["tdp_sm120"] = {"reason": "not measurable by software",
-                                 "tie": {"case": "power/power_idle", "metric": "power"}}  # fmt: skip
+    data["rows"]["tdp_sm120"] = {
+        "reason": "not measurable by software",
+        "tie": {"case": "power/power_idle", "metric": "power"},
+    }
     with pytest.raises(SmdissectError, match="only 'another GPU's column' keeps a counterpart"):
         _load_with(tmp_path, data)
 
@@ -150,10 +154,13 @@ def _figs(*rows: tuple[str, float]) -> pd.DataFrame:
 
 def test_coissuing_pairs_count_two_different_classes_under_the_partly_shared_index() -> None:
     found = [
-        _figs(("coissue ffma+ffma sharing index", 0.1), ("coissue ffma+xu sharing index", 0.03),
-              ("coissue ffma+alu sharing index", 0.83)),
+        _figs(
+            ("coissue ffma+ffma sharing index", 0.1),
+            ("coissue ffma+xu sharing index", 0.03),
+            ("coissue ffma+alu sharing index", 0.83),
+        ),
         _figs(("coissue xu+lsu sharing index", 0.29)),
-    ]  # fmt: skip
+    ]
     assert paper.coissuing_pairs(found) == 2  # ffma+xu and xu+lsu; ffma+ffma is one class, ffma+alu shares
 
 
@@ -166,8 +173,15 @@ def test_formats_sharing_counts_the_latencies_near_the_first() -> None:
 
 def test_the_committed_run_accounts_for_all_174_rows(table: pd.DataFrame) -> None:
     assert len(table) == 174 and table["id"].is_unique
-    assert set(table["status"]) <= {"verified", "unverified", "contradicted", "static", "failed", "not run",
-                                    "no counterpart"}  # no ambiguous tie, no figure missing from the run  # fmt: skip
+    assert set(table["status"]) <= {
+        "verified",
+        "unverified",
+        "contradicted",
+        "static",
+        "failed",
+        "not run",
+        "no counterpart",
+    }  # no ambiguous tie, no figure missing from the run
 
 
 def test_every_tied_or_derived_row_is_measured_or_says_why(table: pd.DataFrame) -> None:

@@ -156,9 +156,9 @@ def test_a_point_the_device_cannot_run_is_a_static_row() -> None:
 
 
 def test_replay_passes_are_kept_and_reported(metrics: pd.DataFrame) -> None:
-    from smdissect import report
+    from smdissect import category_sections
 
     passes = metrics[metrics.metric == "profiler__replayer_passes"]
     assert len(passes) == metrics.drop_duplicates(["case", "params", "variant"]).shape[0] and passes.value.min() >= 1
-    line = report._passes(metrics)
+    line = category_sections.passes(metrics)
     assert f"replayed each {int(passes.value.min())} to {int(passes.value.max())} times" in line

@@ -108,8 +108,10 @@ def committed() -> list[figures.Figure]:
     raw_paths = sorted((RUN / "pipelines").glob("*/raw.parquet"))
     if not raw_paths:
         pytest.skip("no committed H200 pipelines run")
-    frames = {"raw": tables.read("raw", raw_paths), "crossval": tables.read("crossval", [RUN / "pipelines" /
-                                                                                          "crossval.parquet"])}
+    frames = {
+        "raw": tables.read("raw", raw_paths),
+        "crossval": tables.read("crossval", [RUN / "pipelines" / "crossval.parquet"]),
+    }
     return figures.compute(CASES, frames, {}, "sm_90a", "NVIDIA H200")
 
 

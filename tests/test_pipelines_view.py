@@ -78,10 +78,19 @@ def test_manifest_names_the_parts_twins_and_sweeps_the_checks_need() -> None:
 
 REPEATS = 9
 WOBBLE = (0.0, 0.002, -0.002, 0.001, -0.001, 0.003, -0.003, 0.0005, -0.0005)  # relative, one per repeat
-UNITS = {"latency": "cycle", "throughput": "warp_inst/cycle/SM", "throughput_x": "warp_inst/cycle/SM",
-         "throughput_y": "warp_inst/cycle/SM", "throughput_x_alone": "warp_inst/cycle/SM",
-         "throughput_y_alone": "warp_inst/cycle/SM", "slowdown_x": "ratio", "slowdown_y": "ratio",
-         "clock_to_clock": "cycle", "elapsed": "cycle", "dispatch": "cycle"}  # fmt: skip
+UNITS = {
+    "latency": "cycle",
+    "throughput": "warp_inst/cycle/SM",
+    "throughput_x": "warp_inst/cycle/SM",
+    "throughput_y": "warp_inst/cycle/SM",
+    "throughput_x_alone": "warp_inst/cycle/SM",
+    "throughput_y_alone": "warp_inst/cycle/SM",
+    "slowdown_x": "ratio",
+    "slowdown_y": "ratio",
+    "clock_to_clock": "cycle",
+    "elapsed": "cycle",
+    "dispatch": "cycle",
+}
 
 
 def _samples(value: float) -> list[float]:
@@ -93,16 +102,22 @@ def _raw(rows: list[tuple[str, dict, str, float]]) -> pd.DataFrame:
     by_unit: dict[str, list] = {}
     for case, point, metric, value in rows:
         by_unit.setdefault(UNITS[metric], []).append((case, point, metric, _samples(value)))
-    return pd.concat([raw_frame(r, unit=u, arch="sm_90a", category="pipelines") for u, r in by_unit.items()],
-                     ignore_index=True)  # fmt: skip
+    return pd.concat(
+        [raw_frame(r, unit=u, arch="sm_90a", category="pipelines") for u, r in by_unit.items()], ignore_index=True
+    )
 
 
 # Synthetic co-issue classes (the real case ids and class indices): alone rate (warp_inst/cycle/SM) and ops per body.
 # In a pair every warp runs one body of each, so the paired rates keep the ops ratio; SCENARIO picks the pair's total:
 # the shared-pipe expectation, 99% of the issue limit, or (default) 98% of the issue-limited expectation. A class
 # paired with itself runs at half its alone rate each (its pipe saturated).
-CLASSES = {"ffma": (0, 3.9, 128), "hfma2": (1, 3.8, 128), "imad": (3, 1.95, 128), "fp64": (4, 1.8, 64),
-           "xu": (5, 0.5, 32)}  # fmt: skip
+CLASSES = {
+    "ffma": (0, 3.9, 128),
+    "hfma2": (1, 3.8, 128),
+    "imad": (3, 1.95, 128),
+    "fp64": (4, 1.8, 64),
+    "xu": (5, 0.5, 32),
+}
 SCENARIO = {("imad", "fp64"): "shared", ("ffma", "fp64"): "issue"}
 
 
@@ -127,9 +142,17 @@ def _coissue_rows() -> list[tuple[str, dict, str, float]]:
                 continue
             px, py = _pair_total(nx, ny)
             p = {"x": x, "y": y, "warps": 16}
-            rows += [(f"coissue_{nx}", p, m, v) for m, v in [
-                ("throughput_x", px), ("throughput_y", py), ("throughput_x_alone", ax),
-                ("throughput_y_alone", ay), ("slowdown_x", ax / px), ("slowdown_y", ay / py)]]  # fmt: skip
+            rows += [
+                (f"coissue_{nx}", p, m, v)
+                for m, v in [
+                    ("throughput_x", px),
+                    ("throughput_y", py),
+                    ("throughput_x_alone", ax),
+                    ("throughput_y_alone", ay),
+                    ("slowdown_x", ax / px),
+                    ("slowdown_y", ay / py),
+                ]
+            ]
     return rows
 
 
@@ -148,8 +171,10 @@ def _dispatch_rows() -> list[tuple[str, dict, str, float]]:
     rows = []
     for n in (0, 1, 2, 4, 8):
         elapsed = 2.0 + (0 if n == 0 else 3.0 + 4.0 * (n - 1))
-        rows += [("dispatch_iadd3", {"n": n}, m, v) for m, v in
-                 [("clock_to_clock", 2.0), ("elapsed", elapsed), ("dispatch", elapsed - 2.0)]]  # fmt: skip
+        rows += [
+            ("dispatch_iadd3", {"n": n}, m, v)
+            for m, v in [("clock_to_clock", 2.0), ("elapsed", elapsed), ("dispatch", elapsed - 2.0)]
+        ]
     return rows
 
 
@@ -167,20 +192,69 @@ def _frames() -> dict[str, pd.DataFrame]:
             "kind": ["chain"] * 4 + ["timed"],
         }
     )
-    sass_rows = [{"arch": a, "case": "ffma_normal", "params": '{"ilp":1}', "variant": "long", "kernel": "k",
-                  "ops": 512, "opcode": op, "count": n} for a in ARCHS for op, n in (("FFMA", 512), ("BRA", 4))]
-    sass_rows += [{"arch": "sm_120a", "case": "e2m1_pack", "params": '{"ilp":1}', "variant": "long", "kernel": "k",
-                   "ops": 512, "opcode": "F2FP.SATFINITE.E2M1", "count": 512}]  # fmt: skip
-    pipes = pd.DataFrame([{"case": "ffma_normal", "params": '{"ilp":1,"warps":32}', "variant": "long", "pipe": p,
-                           "inst_executed": n, "pct_of_peak": 50.0}
-                          for p, n in (("fma", 4194336), ("fmaheavy", 2097184), ("fmalite", 2097152), ("alu", 8448),
-                                       ("uniform", 8192))])  # fmt: skip
-    status = pd.DataFrame({"case": ["e2m1_pack"], "params": ['{"ilp":1,"warps":1}'], "status": ["static"],
-                           "reason": ["not run: sm_90a lacks cvt_narrow"]})  # fmt: skip
+    sass_rows = [
+        {
+            "arch": a,
+            "case": "ffma_normal",
+            "params": '{"ilp":1}',
+            "variant": "long",
+            "kernel": "k",
+            "ops": 512,
+            "opcode": op,
+            "count": n,
+        }
+        for a in ARCHS
+        for op, n in (("FFMA", 512), ("BRA", 4))
+    ]
+    sass_rows += [
+        {
+            "arch": "sm_120a",
+            "case": "e2m1_pack",
+            "params": '{"ilp":1}',
+            "variant": "long",
+            "kernel": "k",
+            "ops": 512,
+            "opcode": "F2FP.SATFINITE.E2M1",
+            "count": 512,
+        }
+    ]
+    pipes = pd.DataFrame(
+        [
+            {
+                "case": "ffma_normal",
+                "params": '{"ilp":1,"warps":32}',
+                "variant": "long",
+                "pipe": p,
+                "inst_executed": n,
+                "pct_of_peak": 50.0,
+            }
+            for p, n in (
+                ("fma", 4194336),
+                ("fmaheavy", 2097184),
+                ("fmalite", 2097152),
+                ("alu", 8448),
+                ("uniform", 8192),
+            )
+        ]
+    )
+    status = pd.DataFrame(
+        {
+            "case": ["e2m1_pack"],
+            "params": ['{"ilp":1,"warps":1}'],
+            "status": ["static"],
+            "reason": ["not run: sm_90a lacks cvt_narrow"],
+        }
+    )
     raw = _raw(_chain_rows() + _coissue_rows() + _dispatch_rows())
     found = figures.rows(_run(raw), {"category": "pipelines", "gpu": "NVIDIA H200", "arch": "sm_90a"})
-    return {"raw": raw, "cases": cases, "sass": pd.DataFrame(sass_rows), "pipes": pipes, "status": status,
-            "figures": tables.frame("figures", found)}  # fmt: skip
+    return {
+        "raw": raw,
+        "cases": cases,
+        "sass": pd.DataFrame(sass_rows),
+        "pipes": pipes,
+        "status": status,
+        "figures": tables.frame("figures", found),
+    }
 
 
 def _by_name(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
@@ -246,8 +320,9 @@ def test_coissue_figures_carry_the_pair_model_and_the_pipe_groups() -> None:
     assert figs.loc["coissue ffma+fp64 sharing index", "derivation"].endswith(": issue-limited")
     assert "coissue ffma+hfma2 sharing index" not in figs.index  # cannot tell: no index, only the slowdown
     assert "cannot tell" in figs.loc["coissue ffma+hfma2 slowdown beyond issue", "derivation"]
-    assert figs.loc["coissue imad+fp64 paired total", "value"] == pytest.approx(1 / (2 / 3 / 1.95 + 1 / 3 / 1.8),
-                                                                                   rel=1e-3)  # fmt: skip
+    assert figs.loc["coissue imad+fp64 paired total", "value"] == pytest.approx(
+        1 / (2 / 3 / 1.95 + 1 / 3 / 1.8), rel=1e-3
+    )
     assert figs.loc["coissue xu alone rate", "value"] == pytest.approx(0.5, rel=1e-2)
     groups = figs.loc["pipe groups"]
     assert groups["value"] == 4 and "{imad, fp64}" in groups["derivation"]
@@ -269,8 +344,19 @@ def test_subnormal_penalties_and_dispatch_are_derived_figures() -> None:
 def test_a_derived_figure_is_contradicted_by_a_counter_at_a_point_it_stands_on() -> None:
     frames = _frames()
     at = tables.canonical_params({"ilp": 4, "warps": 32})
-    crossval = pd.DataFrame([{"case": "ffma_normal", "params": at, "check": "cycles: clock64 span vs x",
-                              "clock64_value": 1.0, "counter_value": 2.0, "verdict": "disagree", "note": ""}])
+    crossval = pd.DataFrame(
+        [
+            {
+                "case": "ffma_normal",
+                "params": at,
+                "check": "cycles: clock64 span vs x",
+                "clock64_value": 1.0,
+                "counter_value": 2.0,
+                "verdict": "disagree",
+                "note": "",
+            }
+        ]
+    )
     found = figures.compute(CASES, {"raw": frames["raw"], "crossval": crossval}, {}, "sm_90a", "NVIDIA H200")
     (knee,) = [f for f in found if f.name == "ffma_normal ILP knee at warps=32"]
     status, reason = judge(knee.checks)
@@ -297,8 +383,13 @@ def test_reference_table_shows_the_figures_with_sass_pipes_and_static_rows() -> 
 
 def test_sections_render_every_part_from_the_figures() -> None:
     sections = dict(pipelines.sections(_frames()))
-    assert list(sections) == ["Instruction reference table", "Co-issue matrix", "Pipe topology",
-                              "Subnormal operands", "Dispatch latency"]  # fmt: skip
+    assert list(sections) == [
+        "Instruction reference table",
+        "Co-issue matrix",
+        "Pipe topology",
+        "Subnormal operands",
+        "Dispatch latency",
+    ]
     assert "<svg" in sections["Co-issue matrix"] and "2.00" in sections["Co-issue matrix"]
     assert "coissue xu alone rate" in sections["Co-issue matrix"]
     topo = sections["Pipe topology"]
@@ -333,8 +424,7 @@ def _records(binary: Path, *args: str) -> list[dict]:
 @pytest.mark.gpu
 def test_coissue_records_throughputs_slowdowns_and_pipe_counts(compiled: Callable[[str, str, str], Path]) -> None:
     binary = compiled("sm_90a", "pipelines", "coissue")
-    recs = _records(binary, "--case", "coissue_ffma", "--param", "x=0", "--param", "y=0,5", "--param",
-                    "warps=16")  # fmt: skip
+    recs = _records(binary, "--case", "coissue_ffma", "--param", "x=0", "--param", "y=0,5", "--param", "warps=16")
     by = {(r["params"]["y"], r["metric"]): r for r in recs}
     assert by[(0, "slowdown_x")]["value"] > 1.5  # 32 warps of FFMA share what 16 saturate
     assert "sm__inst_executed_pipe_xu.sum" in by[(5, "throughput_x")]["expect"]
@@ -344,8 +434,15 @@ def test_coissue_records_throughputs_slowdowns_and_pipe_counts(compiled: Callabl
 def test_dispatch_and_subnormal_run(compiled: Callable[[str, str, str], Path]) -> None:
     dispatch = _records(compiled("sm_90a", "pipelines", "dispatch"), "--case", "dispatch_iadd3", "--param", "n=1")
     assert {r["metric"] for r in dispatch} == {"clock_to_clock", "elapsed", "dispatch"}
-    sub = _records(compiled("sm_90a", "pipelines", "subnormal"), "--case", "ffma_subnormal", "--param", "ilp=1",
-                   "--param", "warps=1")  # fmt: skip
+    sub = _records(
+        compiled("sm_90a", "pipelines", "subnormal"),
+        "--case",
+        "ffma_subnormal",
+        "--param",
+        "ilp=1",
+        "--param",
+        "warps=1",
+    )
     assert any(r["metric"] == "latency" and r["value"] > 0 for r in sub)
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import ARCHS, FIXTURES, ROOT, assert_sass_claims
-from smdissect import catalog, figures, power, report, sass, tables
+from smdissect import catalog, figures, markup, power, sass, tables
 from smdissect.checks import judge
 from smdissect.views import power as view
 
@@ -68,17 +68,33 @@ MODELS = {
 }
 
 
-def raw_frame(models: dict[str, tuple[float, float, float]], throttled: dict[tuple[str, int], float] | None = None,
-              noise: float = 0.0) -> pd.DataFrame:  # fmt: skip
+def raw_frame(
+    models: dict[str, tuple[float, float, float]],
+    throttled: dict[tuple[str, int], float] | None = None,
+    noise: float = 0.0,
+) -> pd.DataFrame:
     """A raw table as the power family's run writes it: per point one power, energy and tflops sample, NVML
     readings, a throttle mask; `throttled` pulls given points below the line by that many watts (power cap)."""
     throttled = throttled or {}
     rows = []
 
     def add(case: str, sms: int, metric: str, unit: str, samples: list[float]) -> None:
-        rows.extend({"gpu": "NVIDIA H200", "case": case, "params": tables.canonical_params({"sms": sms}),
-                     "metric": metric, "unit": unit, "repeat": i, "value": v, "clock_mhz": 1980.0, "iterations": 1,
-                     "cycles": 0.0, "smid": -1} for i, v in enumerate(samples))  # fmt: skip
+        rows.extend(
+            {
+                "gpu": "NVIDIA H200",
+                "case": case,
+                "params": tables.canonical_params({"sms": sms}),
+                "metric": metric,
+                "unit": unit,
+                "repeat": i,
+                "value": v,
+                "clock_mhz": 1980.0,
+                "iterations": 1,
+                "cycles": 0.0,
+                "smid": -1,
+            }
+            for i, v in enumerate(samples)
+        )
 
     for case, (intercept, slope, rate) in models.items():
         for j, sms in enumerate(SWEEP):
@@ -192,11 +208,14 @@ def test_jackknife_spread_and_a_bent_line() -> None:
     # power convex in SMs (+0.002 W per SM^2): the line's residuals are positive at both ends, negative between
     raw = raw_frame(MODELS)
     raw.loc[raw["metric"] == "power", "value"] += 0.002 * raw.loc[raw["metric"] == "power", "params"].map(
-        lambda p: json.loads(p)["sms"] ** 2
+        lambda p: tables.parse_params(p)["sms"] ** 2
     )
     found = judged(raw)
-    residuals = sorted((json.loads(f.params)["sms"], f.value) for f in found.values()
-                       if f.case == "power_fp32_ffma" and f.metric == "fit_residual")  # fmt: skip
+    residuals = sorted(
+        (tables.parse_params(f.params)["sms"], f.value)
+        for f in found.values()
+        if f.case == "power_fp32_ffma" and f.metric == "fit_residual"
+    )
     assert residuals[0][1] > 0 and residuals[-1][1] > 0 and min(v for _, v in residuals[1:-1]) < 0
     intercept = found["power_fp32_ffma P_infrastructure (fit intercept)"]
     assert intercept.value < 160 and intercept.spread > 0  # a line through a convex curve undershoots at 0 SMs
@@ -226,15 +245,25 @@ def test_view_on_a_real_shaped_run() -> None:
     chart = html["Board power versus active SMs"]
     assert "<svg" in chart and "power_fp64_dfma fit residual at sms=132" in chart and "-25.00" in chart
     efficiency = html["Energy efficiency (TFLOPS/W) at the most SMs measured"]
-    assert report.number(3.0 * 132 / (170 + 2.9 * 132)) in efficiency and "TFLOPS/W over power_fp32_ffma" in efficiency
+    assert markup.number(3.0 * 132 / (170 + 2.9 * 132)) in efficiency and "TFLOPS/W over power_fp32_ffma" in efficiency
     samples = html["Clocks, temperature and throttle reasons per sample"]
     assert "sw_power_cap" in samples and "0x4" in samples and "gpu_idle" in samples and "evidence" in samples
 
 
 def test_same_work_as_the_tensorcore_bf16_mma() -> None:
     raw = raw_frame(MODELS)  # bf16 TFLOPS at 132 SMs: 3 x 132 = 396
-    near = figures.Figure(case="mma_bf16_f32", metric="tflops", unit="TFLOPS", kind="peak", name="x", value=400.0,
-                          spread=0.0, samples=9, derivation="", params='{"ilp":2,"warps":16}')  # fmt: skip
+    near = figures.Figure(
+        case="mma_bf16_f32",
+        metric="tflops",
+        unit="TFLOPS",
+        kind="peak",
+        name="x",
+        value=400.0,
+        spread=0.0,
+        samples=9,
+        derivation="",
+        params='{"ilp":2,"warps":16}',
+    )
     found = judged(raw, {"tensorcore": [near]})
     (same,) = [c for c in found["power_bf16_mma peak tflops"].checks if c.name == "same work"]
     assert same.verdict == "agree" and same.independent
@@ -250,8 +279,10 @@ def test_view_without_measurements_says_so(frames: dict[str, pd.DataFrame]) -> N
         assert "no " in body and "measurements" in body, title
 
 
-@pytest.mark.skipif(not RECORDED.exists(), reason=f"{RECORDED.relative_to(ROOT)} not recorded yet: copy the power "
-                    "category's raw.parquet of an H200 run there")  # fmt: skip
+@pytest.mark.skipif(
+    not RECORDED.exists(),
+    reason=f"{RECORDED.relative_to(ROOT)} not recorded yet: copy the power category's raw.parquet of an H200 run there",
+)
 def test_recorded_h200_samples_fit_a_line() -> None:
     pts = power.points(tables.read("raw", RECORDED))
     idle = pts.loc[pts["case"] == power.IDLE, "power_w"]
@@ -288,8 +319,9 @@ def test_recorded_h200_figures_and_what_the_page_says() -> None:
 @pytest.mark.gpu
 def test_ffma_power_grows_with_active_sms(compiled: Callable[[str, str, str], Path]) -> None:
     binary = compiled("sm_90a", "power", "power")
-    out = subprocess.run([str(binary), "--case", "power_fp32_ffma", "--param", "sms=1,8"],
-                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        [str(binary), "--case", "power_fp32_ffma", "--param", "sms=1,8"], capture_output=True, text=True, check=True
+    ).stdout
     records = {(r["metric"], r["params"]["sms"]): r for r in map(json.loads, out.splitlines())}
     assert records[("power", 8)]["value"] > records[("power", 1)]["value"]
     ratio = records[("tflops", 8)]["value"] / records[("tflops", 1)]["value"]

@@ -44,8 +44,12 @@ def test_slurm_plans_every_cluster_gpu_model_from_a_node_without_a_gpu(workdir: 
     assert "GPU jobs for the cluster's h200 (sm_90a), rtx_pro_5000 (sm_120a)" in dry.stderr
     jobs = re.findall(r"rule (run|profile):\n(?:\s+\w+: [^\n]*\n)*?\s+wildcards: gpu=([\w-]+), arch=(\w+)", dry.stdout)
     planned = {(rule, gpu, arch) for rule, gpu, arch in jobs}
-    assert {("run", "h200", "sm_90a"), ("run", "rtx_pro_5000", "sm_120a"), ("profile", "h200", "sm_90a"),
-            ("profile", "rtx_pro_5000", "sm_120a")} <= planned, dry.stdout[-3000:]  # fmt: skip
+    assert {
+        ("run", "h200", "sm_90a"),
+        ("run", "rtx_pro_5000", "sm_120a"),
+        ("profile", "h200", "sm_90a"),
+        ("profile", "rtx_pro_5000", "sm_120a"),
+    } <= planned, dry.stdout[-3000:]
     assert not {gpu for _, gpu, _ in jobs} - {"h200", "rtx_pro_5000"}
     assert "reports/gpus.html" in dry.stdout  # both models on one page, and their comparison
     without = snakemake(workdir, "--workflow-profile", "profiles/slurm", "--dry-run")
@@ -76,8 +80,9 @@ def sbatch_calls(workdir: Path, fake: Path, targets: list[str], env: pytest.Monk
     log.mkdir()
     env.setenv("FAKE_SLURM_LOG", str(log))
     env.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
-    proc = snakemake(workdir, "--workflow-profile", "profiles/slurm", "--slurm-init-seconds-before-status-checks", "1",
-                     *targets)  # fmt: skip
+    proc = snakemake(
+        workdir, "--workflow-profile", "profiles/slurm", "--slurm-init-seconds-before-status-checks", "1", *targets
+    )
     assert "SLURM status is: 'FAILED'" in proc.stdout + proc.stderr, proc.stderr[-3000:]
     calls = [call.read_text().split("\0")[:-1] for call in sorted(log.iterdir())]
     return [c[1:] for c in calls if c[0] == "sbatch"]
@@ -112,8 +117,17 @@ def test_device_all_gives_each_gpu_its_folder_device_and_provenance() -> None:
     from smdissect import device, plan
 
     gpus = [device.Gpu(i, "NVIDIA H200", f"GPU-{i}", (9, 0), "580.1", 132) for i in range(2)]
-    p = plan.Plan({"gpu": "auto", "device": "all"}, "13.0", {}, {}, ["sm_90a"], Path("."), gpu=gpus[0],
-                  run_arch="sm_90a", devices={f"h200-gpu{g.index}": g for g in gpus})  # fmt: skip
+    p = plan.Plan(
+        {"gpu": "auto", "device": "all"},
+        "13.0",
+        {},
+        {},
+        ["sm_90a"],
+        Path("."),
+        gpu=gpus[0],
+        run_arch="sm_90a",
+        devices={f"h200-gpu{g.index}": g for g in gpus},
+    )
     assert p.folders == ["h200-gpu0", "h200-gpu1"]
     assert [p.device_arg(f) for f in p.folders] == ["0", "1"]
     assert p.provenance("h200-gpu1")["gpu_uuid"] == "GPU-1" and p.provenance("h200-gpu0")["device"] == "0"

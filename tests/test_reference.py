@@ -18,13 +18,31 @@ COLUMNS = ["id", "quantity", "value", "unit", "arch", "source"]
 MIN_ROWS = 170  # figures extracted from the seed paper (174), rounded down to a multiple of 10
 
 UNITS = {
-    "cycle", "ns", "us", "min",
-    "GB/s", "TB/s", "TFLOPS", "TFLOPS/W",
-    "inst/cycle", "ops/cycle", "warp_inst/cycle/SM", "FLOP/cycle/SM",
-    "byte", "KB", "MB", "GB", "bit",
-    "count", "%", "x",
-    "W", "W/SM", "MHz", "GHz",
-}  # fmt: skip
+    "cycle",
+    "ns",
+    "us",
+    "min",
+    "GB/s",
+    "TB/s",
+    "TFLOPS",
+    "TFLOPS/W",
+    "inst/cycle",
+    "ops/cycle",
+    "warp_inst/cycle/SM",
+    "FLOP/cycle/SM",
+    "byte",
+    "KB",
+    "MB",
+    "GB",
+    "bit",
+    "count",
+    "%",
+    "x",
+    "W",
+    "W/SM",
+    "MHz",
+    "GHz",
+}
 # The id's suffix names the chip family its arch belongs to.
 ARCH_SUFFIX = {"sm_120": "_sm120", "sm_120a": "_sm120", "sm_90": "_sm90"}
 SNAKE = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)*")

@@ -40,8 +40,15 @@ def test_diff_flags_only_beyond_the_spread_and_the_floor(measured: pd.DataFrame)
 def test_coverage_accounts_for_every_planned_point() -> None:
     cases = catalog.load(ROOT / "kernels", "latency")
     points = [tables.canonical_params(p) for p in cases[0].points()]
-    status = pd.DataFrame({"category": "latency", "case": cases[0].id, "params": points[1:],
-                           "status": ["measured"] * (len(points) - 2) + ["failed"], "reason": ""})  # fmt: skip
+    status = pd.DataFrame(
+        {
+            "category": "latency",
+            "case": cases[0].id,
+            "params": points[1:],
+            "status": ["measured"] * (len(points) - 2) + ["failed"],
+            "reason": "",
+        }
+    )
     cov = coverage.coverage(cases, ["sm_90a", "sm_120a"], "sm_90a", status, "no GPU")
     assert len(cov) == 2 * sum(len(c.points()) for c in cases)
     mine = cov[(cov.case == cases[0].id) & (cov.arch == "sm_90a")].set_index("params").status
@@ -53,8 +60,20 @@ def test_coverage_accounts_for_every_planned_point() -> None:
 
 def test_compare_cli_writes_every_paper_figure(tmp_path: Path) -> None:
     out = tmp_path / "compare.html"
-    proc = run_cli(sys.executable, "-m", "smdissect", "compare", "--a", str(RUN), "--b", "paper",
-                   "--categories", "latency", "--out", str(out))  # fmt: skip
+    proc = run_cli(
+        sys.executable,
+        "-m",
+        "smdissect",
+        "compare",
+        "--a",
+        str(RUN),
+        "--b",
+        "paper",
+        "--categories",
+        "latency",
+        "--out",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stderr
     rows = cells(out.read_text())
     header = next(r for r in rows if r[:3] == ["quantity", "paper", "unit"])
@@ -72,9 +91,33 @@ def test_index_from_committed_tables(tmp_path: Path) -> None:
     out = tmp_path / "index.html"
     raw = [str(p) for p in sorted(RUN.rglob("raw.parquet"))]
     figures = [str(p) for p in sorted(RUN.rglob("figures.parquet"))]
-    proc = run_cli(sys.executable, "-m", "smdissect", "index", "--kernels", "kernels", "--gpu", "h200", "--out",
-                   str(out), "--categories", "latency", "--archs", "sm_90a", "sm_120a", "--run-arch", "sm_90a",
-                   "--raw", *raw, "--figures", *figures, "--skipped", "{}", "--provenance", "{}")  # fmt: skip
+    proc = run_cli(
+        sys.executable,
+        "-m",
+        "smdissect",
+        "index",
+        "--kernels",
+        "kernels",
+        "--gpu",
+        "h200",
+        "--out",
+        str(out),
+        "--categories",
+        "latency",
+        "--archs",
+        "sm_90a",
+        "sm_120a",
+        "--run-arch",
+        "sm_90a",
+        "--raw",
+        *raw,
+        "--figures",
+        *figures,
+        "--skipped",
+        "{}",
+        "--provenance",
+        "{}",
+    )
     assert proc.returncode == 0, proc.stderr
     page = out.read_text()
     assert "Instruction reference table" in page and "Cross-generation: the paper" in page
@@ -85,5 +128,8 @@ def test_index_from_committed_tables(tmp_path: Path) -> None:
     assert ffma["pipe"] == "fma" and abs(float(ffma["latency (cycle)"]) - 4.04) < 0.01
     assert ffma["peak (warp_inst/cycle/SM)"].startswith("3.9") and ffma["latency status"] == "verified"
     # no status tables given: every planned point of the run's arch is missing, the other arch's only built
-    assert re.search(r"On this GPU \(sm_90a\): <b>0</b> of ([\d,]+) planned points measured \(0\.0%\), 0 static "
-                     r"with the reason given, 0 failed, \1 missing\. sm_120a: [\d,]+ points built", page)
+    assert re.search(
+        r"On this GPU \(sm_90a\): <b>0</b> of ([\d,]+) planned points measured \(0\.0%\), 0 static "
+        r"with the reason given, 0 failed, \1 missing\. sm_120a: [\d,]+ points built",
+        page,
+    )

@@ -66,11 +66,25 @@ def test_sass_check_can_fail(compiled: Callable[[str, str, str], Path]) -> None:
     assert any(r["verdict"] == "disagree" for r in rows)
 
 
-UNITS = {"throughput": "warp_inst/cycle/warp", "pair_throughput": "warp_inst/cycle", "partner_warpid": "id",
-         "same_subpartition": "fraction", "subpartition_match": "fraction", "warpid_equal": "fraction",
-         "warp0_warpid": "id", "resident_warps": "warp", "max_resident_warps": "warp", "max_resident_ctas": "cta",
-         "cycles_per_iteration": "cycle", "dec_cost": "cycle", "inc_cost": "cycle", "wrong_results": "thread",
-         "lost_steps": "step", "cycles_per_ffma": "cycle", "latency": "cycle"}  # fmt: skip
+UNITS = {
+    "throughput": "warp_inst/cycle/warp",
+    "pair_throughput": "warp_inst/cycle",
+    "partner_warpid": "id",
+    "same_subpartition": "fraction",
+    "subpartition_match": "fraction",
+    "warpid_equal": "fraction",
+    "warp0_warpid": "id",
+    "resident_warps": "warp",
+    "max_resident_warps": "warp",
+    "max_resident_ctas": "cta",
+    "cycles_per_iteration": "cycle",
+    "dec_cost": "cycle",
+    "inc_cost": "cycle",
+    "wrong_results": "thread",
+    "lost_steps": "step",
+    "cycles_per_ffma": "cycle",
+    "latency": "cycle",
+}
 WOBBLE = (0.0, 0.001, -0.001, 0.002, -0.002, 0.0, 0.0005, -0.0005, 0.0)  # relative, one per repeat (nine)
 
 
@@ -103,8 +117,12 @@ def _raw(scoreboard_step: bool = True) -> pd.DataFrame:
         add("max_resident", {"cta_warps": cta}, "max_resident_warps", warps, exact=True)
         add("max_resident", {"cta_warps": cta}, "max_resident_ctas", ctas, exact=True)
     for n in (1, 2, 4, 8, 12, 16, 20, 24, 28, 32):
-        add("scoreboard_depth", {"loads": n}, "cycles_per_iteration", 276 + 8 * n + (200 if scoreboard_step and
-                                                                                     n >= 24 else 0))  # fmt: skip
+        add(
+            "scoreboard_depth",
+            {"loads": n},
+            "cycles_per_iteration",
+            276 + 8 * n + (200 if scoreboard_step and n >= 24 else 0),
+        )
     for low, inc in ((32, 48.0), (64, 47.0), (96, 46.0)):
         add("setmaxnreg", {"low": low}, "dec_cost", 83.0)
         add("setmaxnreg", {"low": low}, "inc_cost", inc)
@@ -117,8 +135,9 @@ def _raw(scoreboard_step: bool = True) -> pd.DataFrame:
         for f in (0, 1):
             add("yield_patch", {"flipped": f, "warps": w}, "cycles_per_iteration", 528 * (1.5 if f and w == 8 else 1))
             add("yield_patch", {"flipped": f, "warps": w}, "wrong_results", 0, exact=True)
-    return pd.concat([raw_frame(r, unit=u, arch="sm_90a", category="scheduler") for u, r in rows.items()],
-                     ignore_index=True)  # fmt: skip
+    return pd.concat(
+        [raw_frame(r, unit=u, arch="sm_90a", category="scheduler") for u, r in rows.items()], ignore_index=True
+    )
 
 
 def _figures(raw: pd.DataFrame) -> list[figures.Figure]:
@@ -131,8 +150,20 @@ def _table(raw: pd.DataFrame) -> pd.DataFrame:
 
 
 def _codes() -> pd.DataFrame:
-    chain = [{"kernel": "ffma_chain", "offset": 16 * i, "opcode": "FFMA", "stall": 4, "yield_": 1, "wrbar": 7,
-              "rdbar": 7, "waitmask": 0, "reuse": 0} for i in range(128)]  # fmt: skip
+    chain = [
+        {
+            "kernel": "ffma_chain",
+            "offset": 16 * i,
+            "opcode": "FFMA",
+            "stall": 4,
+            "yield_": 1,
+            "wrbar": 7,
+            "rdbar": 7,
+            "waitmask": 0,
+            "reuse": 0,
+        }
+        for i in range(128)
+    ]
     return pd.DataFrame(chain, columns=controlcodes.COLUMNS)
 
 
@@ -186,7 +217,9 @@ def test_setmaxnreg_and_patching_figures() -> None:
     assert figs["setmaxnreg.dec cost"].value == pytest.approx(83) and figs["setmaxnreg.dec cost"].metric == "dec_cost"
     assert figs["setmaxnreg.inc cost"].value == pytest.approx(47, rel=1e-2)
     assert (figs["setmaxnreg.dec cost"].paper, figs["setmaxnreg.inc cost"].paper) == (
-        "setmaxnreg_dec_latency_sm120", "setmaxnreg_inc_latency_sm120")  # fmt: skip
+        "setmaxnreg_dec_latency_sm120",
+        "setmaxnreg_inc_latency_sm120",
+    )
     assert "TRY_ALLOC" in figs["setmaxnreg.inc cost"].method  # the manifest's method, kept by a derived figure
     assert figs["setmaxnreg.inc cost"].spread == pytest.approx(48 * 1.002 - 46 * 0.998)
     assert not any(n.startswith("setmaxnreg dec_cost at") for n in figs)
@@ -203,8 +236,12 @@ def test_setmaxnreg_and_patching_figures() -> None:
 
 def test_view_renders_every_section_from_the_figures() -> None:
     raw = _raw()
-    frames = {"raw": raw, "figures": _table(raw), "controlcodes": _codes(),
-              "sass": pd.DataFrame({"case": ["stall_patch"], "kernel": ["ffma_chain"]})}  # fmt: skip
+    frames = {
+        "raw": raw,
+        "figures": _table(raw),
+        "controlcodes": _codes(),
+        "sass": pd.DataFrame({"case": ["stall_patch"], "kernel": ["ffma_chain"]}),
+    }
     out = dict(scheduler.sections(frames))
     assert len(out) == 6
     assert all("<svg" in out[t] for t in ("Sub-core binding (warpid % 4)", "Scoreboard depth", "Binary patching"))
@@ -223,7 +260,12 @@ def test_chain_stalls_picks_the_mode() -> None:
     codes.loc[:2, "stall"] = 1
     summary = scheduler.chain_stalls(codes)
     assert summary.to_dict("records")[0] | {"yield_share": 1.0} == {
-        "kernel": "ffma_chain", "opcode": "FFMA", "count": 128, "stall": 4, "yield_share": 1.0}  # fmt: skip
+        "kernel": "ffma_chain",
+        "opcode": "FFMA",
+        "count": 128,
+        "stall": 4,
+        "yield_share": 1.0,
+    }
     assert scheduler.chain_stalls(codes.head(10)).empty
     both = pd.concat([codes.assign(arch="sm_90a"), codes.assign(arch="sm_120a", stall=2)])
     assert scheduler.chain_stalls(both).set_index("arch")["stall"].to_dict() == {"sm_90a": 4, "sm_120a": 2}
@@ -231,8 +273,9 @@ def test_chain_stalls_picks_the_mode() -> None:
 
 def test_control_code_figures_where_the_figures_stage_has_the_table() -> None:
     checks = pd.DataFrame({"case": ["stall_patch"], "params": ["{}"], "kernel": ["ffma_chain"], "arch": ["sm_90a"]})
-    found = scheduler_figures.control_code_figures({"controlcodes": _codes().assign(arch="sm_90a"),
-                                                    "sass_checks": checks}, [])  # fmt: skip
+    found = scheduler_figures.control_code_figures(
+        {"controlcodes": _codes().assign(arch="sm_90a"), "sass_checks": checks}, []
+    )
     assert [(f.name, f.value, f.case) for f in found] == [("ffma_chain compiler stall count", 4.0, "stall_patch")]
     assert scheduler_figures.control_code_figures({"controlcodes": _codes()}, []) == []
 
@@ -247,12 +290,16 @@ def test_view_without_data_says_so(frames: dict[str, pd.DataFrame]) -> None:
 def test_patched_run_counts_wrong_results(compiled: Callable[[str, str, str], Path]) -> None:
     """On a GPU: the unpatched chain is exact, a stall count of 1 corrupts results."""
     binary = compiled(ARCHS[0], "scheduler", "patched")
-    controlcodes.prepare(KERNELS / "scheduler" / "patch_targets.cu", binary, ARCHS[0], "nvcc", KERNELS / "common",
-                         FLAGS)  # fmt: skip
-    proc = subprocess.run([str(binary), "--case", "stall_patch", "--param", "stall=1,4", "--repeats", "1"],
-                          capture_output=True, text=True)  # fmt: skip
+    controlcodes.prepare(
+        KERNELS / "scheduler" / "patch_targets.cu", binary, ARCHS[0], "nvcc", KERNELS / "common", FLAGS
+    )
+    proc = subprocess.run(
+        [str(binary), "--case", "stall_patch", "--param", "stall=1,4", "--repeats", "1"], capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr
-    recs = {(json.loads(x)["params"]["stall"], json.loads(x)["metric"]): json.loads(x)["value"]
-            for x in proc.stdout.splitlines()}  # fmt: skip
+    recs = {
+        (json.loads(x)["params"]["stall"], json.loads(x)["metric"]): json.loads(x)["value"]
+        for x in proc.stdout.splitlines()
+    }
     assert recs[(4, "wrong_results")] == 0
     assert recs[(1, "wrong_results")] > 0

@@ -70,11 +70,17 @@ def test_no_eligible_device_is_one_line(tmp_path: Path) -> None:
 
 def test_a_killed_holder_releases_its_device(tmp_path: Path) -> None:
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import time; from pathlib import Path; from smdissect import slots\n"
-         f"with slots.acquire({UUIDS[:1]!r}, Path({str(tmp_path)!r})) as i:\n"
-         "    print('held', i, flush=True); time.sleep(120)"],
-        stdout=subprocess.PIPE, text=True, env=os.environ | {"PYTHONPATH": str(ROOT / "workflow")},
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "import time; from pathlib import Path; from smdissect import slots\n"
+            f"with slots.acquire({UUIDS[:1]!r}, Path({str(tmp_path)!r})) as i:\n"
+            "    print('held', i, flush=True); time.sleep(120)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=os.environ | {"PYTHONPATH": str(ROOT / "workflow")},
+    )
     try:
         assert holder.stdout.readline().split() == ["held", "0"]
         held = rf"no free GPU after 0 s, all 1 held: .*pid {holder.pid}\)"
@@ -111,9 +117,14 @@ def test_two_checkouts_share_the_hosts_gpu_locks(tmp_path: Path) -> None:
         shutil.copytree(ROOT / "workflow" / "smdissect", checkout / "workflow" / "smdissect")
 
     def job(checkout: Path, wait_s: float, hold_s: float) -> subprocess.Popen[str]:
-        return subprocess.Popen([sys.executable, "-c", HOLD, uuid, str(wait_s), str(hold_s)], cwd=checkout,
-                                env=env | {"PYTHONPATH": str(checkout / "workflow")}, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)  # fmt: skip
+        return subprocess.Popen(
+            [sys.executable, "-c", HOLD, uuid, str(wait_s), str(hold_s)],
+            cwd=checkout,
+            env=env | {"PYTHONPATH": str(checkout / "workflow")},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
 
     holder = job(checkouts[0], 0, 120)
     try:
@@ -122,7 +133,8 @@ def test_two_checkouts_share_the_hosts_gpu_locks(tmp_path: Path) -> None:
         _, err = other.communicate(timeout=60)
         assert other.returncode == 1 and err.strip() == (
             f"smdissect: no free GPU after 0 s, all 1 held: {uuid} (pid {holder.pid}); lower --resources gpu= or "
-            "wait for those jobs")  # fmt: skip
+            "wait for those jobs"
+        )
     finally:
         holder.kill()
         holder.wait()

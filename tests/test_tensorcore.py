@@ -42,8 +42,16 @@ def sass_frames(compiled, arch: str, family: str, tmp_path: Path) -> tuple[pd.Da
     binary = compiled(arch, "tensorcore", family)
     cases = pipeline.family_cases(ROOT / "kernels", "tensorcore", family)
     out = tmp_path / arch / family
-    pipeline.sass_tables(binary, binary.with_suffix(".json"), cases, arch, "test", out / "s.parquet",
-                         out / "c.parquet", out / "controls.parquet")  # fmt: skip
+    pipeline.sass_tables(
+        binary,
+        binary.with_suffix(".json"),
+        cases,
+        arch,
+        "test",
+        out / "s.parquet",
+        out / "c.parquet",
+        out / "controls.parquet",
+    )
     return tables.read("sass", out / "s.parquet"), tables.read("sass_checks", out / "c.parquet")
 
 
@@ -51,8 +59,10 @@ def sass_frames(compiled, arch: str, family: str, tmp_path: Path) -> tuple[pd.Da
 @pytest.mark.parametrize("arch", ARCHS)
 def test_listing_covers_the_manifest_and_the_sass(compiled, arch: str, family: str) -> None:
     binary = compiled(arch, "tensorcore", family)
-    listing = [json.loads(line) for line in subprocess.run([binary, "--list"], capture_output=True, text=True,
-                                                           check=True).stdout.splitlines()]  # fmt: skip
+    listing = [
+        json.loads(line)
+        for line in subprocess.run([binary, "--list"], capture_output=True, text=True, check=True).stdout.splitlines()
+    ]
     assert {e["case"] for e in listing} == {c.id for c in CASES if c.family == family}
     kernels = sass.opcodes(sass.dump(binary, arch))
     for entry in listing:
@@ -123,8 +133,10 @@ def test_tensor_cases_name_their_bound_and_their_plateau() -> None:
 
 def frame(rows: list[tuple[str, dict, str, list[float]]], units: dict[str, str]) -> pd.DataFrame:
     """A raw table as an H200 run writes it (conftest's raw_frame), each metric in its unit."""
-    parts = [raw_frame([r for r in rows if r[2] == m], unit=u, arch="sm_90a", category="tensorcore", clock_mhz=1795.0)
-             for m, u in units.items()]  # fmt: skip
+    parts = [
+        raw_frame([r for r in rows if r[2] == m], unit=u, arch="sm_90a", category="tensorcore", clock_mhz=1795.0)
+        for m, u in units.items()
+    ]
     return pd.concat(parts, ignore_index=True)
 
 
@@ -137,8 +149,11 @@ def mma_rows(case: str, flop: float, latency: float, rate) -> list:
     rows = [(case, {"ilp": 1, "warps": 1}, "latency", [latency] * 3)]
     for ilp, warps in SWEEP:
         r, p = rate(ilp, warps), {"ilp": ilp, "warps": warps}
-        rows += [(case, p, "throughput", [r * 0.999, r, r * 1.001]), (case, p, "flops", [r * flop] * 3),
-                 (case, p, "tflops", [r * flop * 132 * 1795e6 / 1e12] * 3)]  # fmt: skip
+        rows += [
+            (case, p, "throughput", [r * 0.999, r, r * 1.001]),
+            (case, p, "flops", [r * flop] * 3),
+            (case, p, "tflops", [r * flop * 132 * 1795e6 / 1e12] * 3),
+        ]
     return rows
 
 
@@ -149,8 +164,11 @@ def wgmma_rows(case: str) -> list:
         rows.append((case, {"batch": 1, "ilp": 1, "n": n, "warpgroups": 1}, "latency", [85.0 + n] * 3))
         for batch, groups in ((1, 1), (1, 2), (4, 1), (4, 2)):
             p, flops = {"batch": batch, "ilp": 1, "n": n, "warpgroups": groups}, 3000.0 if groups == 1 else 4096.0
-            rows += [(case, p, "flops", [flops] * 3), (case, p, "throughput", [flops / (2 * 64 * n * 16)] * 3),
-                     (case, p, "tflops", [flops * 132 * 1795e6 / 1e12] * 3)]  # fmt: skip
+            rows += [
+                (case, p, "flops", [flops] * 3),
+                (case, p, "throughput", [flops / (2 * 64 * n * 16)] * 3),
+                (case, p, "tflops", [flops * 132 * 1795e6 / 1e12] * 3),
+            ]
     return rows
 
 
@@ -188,7 +206,7 @@ def test_derived_figures_stand_at_the_peak_flops_point() -> None:
     assert found["mma_f16_f32 throughput at peak flops"].params == peak.params  # the manifest's {at: flops}
     # wgmma: one wgmma per SM every 2 x 64 x n x 16 / 4096 cycles at the peak point; throughput and TFLOPS derived
     wg = found["wgmma_f16_ss peak flops"]
-    n = json.loads(wg.params)["n"]
+    n = tables.parse_params(wg.params)["n"]
     assert found["wgmma_f16_ss issue interval"].value == pytest.approx(2 * 64 * n * 16 / 4096)
     assert found["wgmma_f16_ss % of the f16 peak"].value == pytest.approx(100 * 4096 / dense)
     assert found["wgmma_f16_ss throughput at peak flops"].kind == "derived"
@@ -202,12 +220,17 @@ def test_derived_figures_stand_at_the_peak_flops_point() -> None:
 def test_the_checks_catch_a_hoisted_fp8_mma_and_an_unsaturated_emulation() -> None:
     found = by_name(judged(real_shaped_run()))
     status = {k: judge(f.checks) for k, f in found.items()}
-    assert status["mma_e4m3_f32 peak flops"][0] == "contradicted" and "f16 tensor peak" in status[
-        "mma_e4m3_f32 peak flops"][1]  # fmt: skip
-    assert status["mma_e4m3_f32 latency"][0] == "contradicted" and "mma_f16_f32 latency" in status[
-        "mma_e4m3_f32 latency"][1]  # fmt: skip
-    assert status["mma_s4_s32 peak flops"][0] == "contradicted" and "not saturated" in status[
-        "mma_s4_s32 peak flops"][1]  # fmt: skip
+    assert (
+        status["mma_e4m3_f32 peak flops"][0] == "contradicted"
+        and "f16 tensor peak" in status["mma_e4m3_f32 peak flops"][1]
+    )
+    assert (
+        status["mma_e4m3_f32 latency"][0] == "contradicted"
+        and "mma_f16_f32 latency" in status["mma_e4m3_f32 latency"][1]
+    )
+    assert (
+        status["mma_s4_s32 peak flops"][0] == "contradicted" and "not saturated" in status["mma_s4_s32 peak flops"][1]
+    )
     for name in ("mma_f16_f32 peak flops", "mma_f16_f32 latency", "wgmma_f16_ss peak flops"):
         assert status[name][0] != "contradicted", (name, status[name])
     plateau = [c for c in found["wgmma_f16_ss peak flops"].checks if c.name == "plateau"]

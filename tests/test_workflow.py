@@ -64,8 +64,13 @@ def test_jobs_run_the_interpreter_running_the_workflow(tmp_path: Path) -> None:
         (shims / name).write_text("#!/bin/sh\necho 'wrong interpreter: a python on PATH' >&2\nexit 3\n")
         (shims / name).chmod(0o755)
     env = os.environ | {"PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"}
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "-p", "reports/compare/a-vs-b.html"],
-                          cwd=tmp_path, capture_output=True, text=True, env=env)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--cores", "1", "-p", "reports/compare/a-vs-b.html"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert proc.returncode == 0 and "wrong interpreter" not in proc.stderr, proc.stderr[-3000:]
     assert "smdissect compare --a results/a --b results/b" in proc.stdout + proc.stderr
     assert "flagged" in (tmp_path / "reports/compare/a-vs-b.html").read_text()
@@ -157,3 +162,15 @@ def test_category_target_and_malformed_yaml(tmp_path: Path) -> None:
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     last = proc.stderr.strip().splitlines()[-1]  # libyaml and PyYAML word the problem differently
     assert "is not valid YAML at line 2, column 8: " in last and "expected ',' or ']'" in last
+
+
+def test_a_failed_job_shows_its_one_line_error(tmp_path: Path) -> None:
+    """A job that fails prints its log, the stage's one `smdissect:` line, with the failure (the profiles'
+    show-failed-logs: the rules only send stderr to the log)."""
+    copy_workflow(tmp_path)
+    source = tmp_path / "kernels" / "latency" / "float.cu"
+    source.write_text(source.read_text() + "\nint broken = ;\n")
+    proc = snakemake(tmp_path, "build/sm_90a/latency/float")
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("smdissect: nvcc failed")]
+    assert proc.returncode != 0 and len(errors) == 1, proc.stderr[-3000:]
+    assert errors[0].startswith("smdissect: nvcc failed on kernels/latency/float.cu for sm_90a: "), errors[0]

@@ -1,6 +1,8 @@
 // Shared pieces of the async category: mbarrier, bulk-copy (TMA) and cp.async wrappers (PTX syntax as in
 // CUTLASS's cutlass/arch/barrier.h and cute/arch/copy_sm90_tma.hpp), the 2D tensor map built through the
 // driver entry point (no libcuda link), and the device sizes the benchmarks read off the card.
+// The sm_90 helpers (expect_tx, try_wait, bulk and tensor copies) compile to a trap on older archs (SMD_HAS(tma)),
+// where the cases using them are static rows; mbarrier init, arrive and test_wait exist from sm_80 on.
 #pragma once
 #include <cuda.h>  // CUtensorMap and the cuTensorMapEncodeTiled prototype only: the call goes through the runtime
 
@@ -15,8 +17,10 @@ __device__ __forceinline__ uint32_t smem(const void* p) { return uint32_t(__cvta
 
 // mbarrier.init, then make the initialised barrier visible to the async proxy (the bulk-copy engine).
 __device__ __forceinline__ void bar_init(uint64_t* bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%1], %0;" ::"r"(count), "r"(smem(bar)));
+  asm volatile("mbarrier.init.shared::cta.b64 [%1], %0;" ::"r"(count), "r"(smem(bar)));  // sm_80 on
+#if SMD_HAS(tma)  // no async proxy (and no bulk copy to make it visible to) before sm_90
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
 }
 
 __device__ __forceinline__ void arrive(uint64_t* bar) {
@@ -25,10 +29,15 @@ __device__ __forceinline__ void arrive(uint64_t* bar) {
 
 // Arrive once and add `bytes` to the phase's expected transaction count.
 __device__ __forceinline__ void arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+#if SMD_HAS(tma)
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%1], %0;" ::"r"(bytes), "r"(smem(bar)) : "memory");
+#else
+  __trap();
+#endif
 }
 
 __device__ __forceinline__ bool try_wait(uint64_t* bar, uint32_t parity) {
+#if SMD_HAS(tma)
   uint32_t done;
   asm volatile(
       "{\n\t.reg .pred P1;\n\t"
@@ -38,6 +47,10 @@ __device__ __forceinline__ bool try_wait(uint64_t* bar, uint32_t parity) {
       : "r"(smem(bar)), "r"(parity)
       : "memory");
   return done;
+#else
+  __trap();
+  return 0;
+#endif
 }
 
 __device__ __forceinline__ bool test_wait(uint64_t* bar, uint32_t parity) {
@@ -72,25 +85,37 @@ __device__ __forceinline__ uint64_t policy(int kind) {
 
 // 1D bulk copy global -> this CTA's shared memory, completing `bytes` transactions on `bar`.
 __device__ __forceinline__ void bulk_g2s(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+#if SMD_HAS(tma)
   asm volatile("cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
                ::"r"(smem(dst)), "l"(src), "r"(bytes), "r"(smem(bar))
                : "memory");
+#else
+  __trap();
+#endif
 }
 
 __device__ __forceinline__ void bulk_g2s_hint(void* dst, const void* src, uint32_t bytes, uint64_t* bar,
                                               uint64_t pol) {
+#if SMD_HAS(tma)
   asm volatile(
       "cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
       ::"r"(smem(dst)), "l"(src), "r"(bytes), "r"(smem(bar)), "l"(pol)
       : "memory");
+#else
+  __trap();
+#endif
 }
 
 // 2D tensor copy of the box at (x, y) of `map` (a __grid_constant__ kernel parameter).
 __device__ __forceinline__ void tensor_g2s(void* dst, const CUtensorMap* map, int x, int y, uint64_t* bar) {
+#if SMD_HAS(tma)
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cta.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];"
       ::"r"(smem(dst)), "l"(map), "r"(smem(bar)), "r"(x), "r"(y)
       : "memory");
+#else
+  __trap();
+#endif
 }
 
 __device__ __forceinline__ uint32_t ld_shared_u32(const void* p) {
@@ -136,13 +161,16 @@ inline int attribute(cudaDeviceAttr what) {
 inline int sms() { return attribute(cudaDevAttrMultiProcessorCount); }
 inline long l2_bytes() { return attribute(cudaDevAttrL2CacheSize); }
 
-// Allow `bytes` of dynamic shared memory for `kernel`, or fail naming the card's limit.
+// Allow `bytes` of dynamic shared memory for `kernel`: "" when done, else why the card cannot (227 KiB per CTA on
+// an H200, 99 KiB on sm_120), which the caller makes a static point.
 template <class K>
-void allow_smem(K kernel, long bytes) {
+std::string allow_smem(K kernel, long bytes) {
   const long optin = attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin);
   if (bytes > optin - 1024)
-    smd::fail(std::to_string(bytes) + " B of shared memory wanted, the card allows " + std::to_string(optin), 2);
+    return std::to_string(bytes) + " B of dynamic shared memory per CTA wanted, the card allows " +
+           std::to_string(optin) + " B in all (1 KiB of it kept for the kernel's barriers)";
   SMD_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+  return "";
 }
 
 // --list entry of one kernel.

@@ -30,7 +30,9 @@ struct MbarTestWait {
 };
 struct FenceProxyAsync {
   __device__ __forceinline__ static uint32_t op(const Ctx&, uint32_t) {
+#if SMD_HAS(tma)
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
     return 0;
   }
 };
@@ -39,15 +41,19 @@ struct FenceProxyAsync {
 // is the replace plus a dependent ld.shared of the field.
 struct TensormapReplace {
   __device__ __forceinline__ static uint32_t op(const Ctx& c, uint32_t last) {
+#if SMD_HAS(tma)
     asm volatile("tensormap.replace.tile.global_address.shared::cta.b1024.b64 [%0], %1;"
                  ::"r"(as::smem(c.smem_map)), "l"(uint64_t(c.gmem_map) + 16 * (last & 1))
                  : "memory");
+#endif
     return as::ld_shared_u32(c.smem_map);
   }
 };
 struct FenceTensormapAcquire {
   __device__ __forceinline__ static uint32_t op(const Ctx& c, uint32_t) {
+#if SMD_HAS(tma)
     asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(c.gmem_map) : "memory");
+#endif
     return 0;
   }
 };
@@ -145,9 +151,13 @@ __device__ __forceinline__ uint32_t elect_steps(uint32_t shift, uint32_t n) {
   for (; i < n; ++i) {
     uint32_t t;  // a lane id, or the counter (< 2^31), shifted right by 31: 0 at run time, unknown to ptxas
     if constexpr (Elect)
+#if SMD_HAS(elect)
       asm volatile("{\n\t.reg .pred p;\n\telect.sync %0|p, 0xffffffff;\n\tshr.b32 %0, %0, %1;\n\t}"
                    : "=r"(t)
                    : "r"(shift));
+#else
+      __trap(), t = 0;
+#endif
     else
       asm volatile("shr.b32 %0, %1, %2;" : "=r"(t) : "r"(i), "r"(shift));
     i ^= t;
@@ -181,9 +191,13 @@ __global__ void elect_kernel(uint32_t shift, const uint32_t* lane_shifts, uint32
   o.control_steps += elect_steps<false>(lane_shift, 2 * n);
   o.control.c2 = smd::clock_cycles();
   o.control.ns2 = smd::clock_ns();
-  uint32_t is_leader;
+  uint32_t is_leader = 0;
+#if SMD_HAS(elect)
   asm volatile("{\n\t.reg .pred p;\n\telect.sync %0|p, 0xffffffff;\n\tselp.u32 %1, 1, 0, p;\n\t}"
                : "=r"(o.leader), "=r"(is_leader));
+#else
+  o.leader = 0;
+#endif
   o.elected = __ballot_sync(0xffffffffu, is_leader);
   o.elect.smid = o.control.smid = smd::sm_id();
   if (threadIdx.x % 32 == 0) out[threadIdx.x / 32] = o;

@@ -193,7 +193,8 @@ void run_tma(const std::string& id, const std::map<std::string, long>& point, in
   const long unit = KIND == kTensor ? as::kRowBytes : 16;
   if (bytes < unit || bytes % unit || (KIND == kTensor && bytes / unit > 256))
     smd::fail("bytes must be a multiple of " + std::to_string(unit) + (KIND == kTensor ? " up to 256 rows" : ""), 2);
-  as::allow_smem(tma_stream<KIND>, depth * bytes);
+  if (const std::string why = as::allow_smem(tma_stream<KIND>, depth * bytes); !why.empty())
+    return smd::static_point(id, point, why);
   const CUtensorMap& map = KIND == kTensor ? buffer_map(int(bytes)) : CUtensorMap{};
   const long step = ctas * bytes, window = std::min(kBufferBytes, ctas * kCtaQuota) / step * step;
   measure(id, point, repeats, window, bytes, [&](long first) {
@@ -225,6 +226,11 @@ void run_vec(const std::string& id, const std::map<std::string, long>& point, in
   const long per_sm = smd::param(point, "ctas_per_sm"), depth = smd::param(point, ASYNC ? "stages" : "loads");
   if (per_sm < 1 || per_sm > 32) smd::fail("ctas_per_sm must be in 1..32", 2);
   const VecLaunch f = ASYNC ? pick_kernel<Ldgsts, 1, 2, 4, 8>(depth, "stages") : pick_kernel<Ldg, 1, 2, 4, 8>(depth, "loads");
+  int fit = 0;  // 8 x 256 threads fill an H200 SM; an sm_120 SM holds 1536 threads and 100 KiB of shared memory
+  SMD_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, f, kThreads, 0));
+  if (fit < per_sm)
+    return smd::static_point(id, point, std::to_string(per_sm) + " CTAs of this kernel do not fit on one SM (" +
+                                            std::to_string(fit) + " do)");
   const int ctas = int(per_sm * as::sms());
   const long step = long(ctas) * kThreads * 16 * (ASYNC ? 1 : depth);
   const long window = std::min(kBufferBytes, ctas * kCtaQuota) / step * step;
@@ -242,9 +248,14 @@ void run_hint(const std::string& id, const std::map<std::string, long>& point, i
                                     "persisting set-aside)", 2);
   const int ctas = as::sms(), bytes = 4096, depth = 16;
   const long step = long(ctas) * bytes, work = as::l2_bytes() / 2 / step * step, other = 4 * as::l2_bytes() / step * step;
-  as::allow_smem(tma_stream<kBulkHint>, depth * bytes);
+  if (const std::string why = as::allow_smem(tma_stream<kBulkHint>, depth * bytes); !why.empty())
+    return smd::static_point(id, point, why);
+  const int persisting = as::attribute(cudaDevAttrMaxPersistingL2CacheSize);
+  if (pol == 3 && persisting == 0)
+    return smd::static_point(id, point, "the card sets no L2 aside for persisting lines "
+                                        "(cudaDevAttrMaxPersistingL2CacheSize 0)");
   const CUtensorMap none{};
-  if (pol == 3) SMD_CHECK(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, as::attribute(cudaDevAttrMaxPersistingL2CacheSize)));
+  if (pol == 3) SMD_CHECK(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, persisting));
   Buffer& b = buffer();
   std::vector<double> gbs;
   for (int r = -1; r < repeats; ++r) {

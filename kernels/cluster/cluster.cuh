@@ -1,6 +1,7 @@
 // Shared pieces of the cluster category: cluster special registers, barrier.cluster, mapa and
 // shared::cluster loads/stores (PTX spelled as in CUTLASS's cute/arch/cluster_sm90.hpp), the two-count
 // slope of a timed loop, and a cluster launch (cudaLaunchKernelEx + cudaLaunchAttributeClusterDimension).
+// The cluster helpers compile to a trap on archs without clusters (SMD_HAS(cluster)), where their cases are static.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -11,19 +12,34 @@
 namespace cl {
 
 __device__ __forceinline__ uint32_t cta_rank() {
+#if SMD_HAS(cluster)
   uint32_t r;
   asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
   return r;
+#else
+  __trap();
+  return 0;
+#endif
 }
 __device__ __forceinline__ uint32_t cluster_ctas() {
+#if SMD_HAS(cluster)
   uint32_t n;
   asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
   return n;
+#else
+  __trap();
+  return 0;
+#endif
 }
 __device__ __forceinline__ uint32_t cluster_id() {
+#if SMD_HAS(cluster)
   uint32_t x;
   asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(x));
   return x;
+#else
+  __trap();
+  return 0;
+#endif
 }
 __device__ __forceinline__ uint32_t nsmid() {
   uint32_t n;
@@ -32,23 +48,51 @@ __device__ __forceinline__ uint32_t nsmid() {
 }
 
 // barrier.cluster: arrive (release by default, or relaxed) and wait (acquire), every thread of the CTA.
-__device__ __forceinline__ void arrive() { asm volatile("barrier.cluster.arrive.aligned;" ::: "memory"); }
-__device__ __forceinline__ void arrive_relaxed() { asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::); }
-__device__ __forceinline__ void wait() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
+__device__ __forceinline__ void arrive() {
+#if SMD_HAS(cluster)
+  asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+#else
+  __trap();
+#endif
+}
+__device__ __forceinline__ void arrive_relaxed() {
+#if SMD_HAS(cluster)
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::);
+#else
+  __trap();
+#endif
+}
+__device__ __forceinline__ void wait() {
+#if SMD_HAS(cluster)
+  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+#else
+  __trap();
+#endif
+}
 __device__ __forceinline__ void sync() { arrive(), wait(); }
 
 // The shared::cluster address of `smem` (a shared::cta address) in the CTA of cluster rank `rank`.
 __device__ __forceinline__ uint32_t mapa(uint32_t smem, uint32_t rank) {
+#if SMD_HAS(cluster)
   uint32_t r;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(smem), "r"(rank));
   return r;
+#else
+  __trap();
+  return 0;
+#endif
 }
 __device__ __forceinline__ uint32_t smem_addr(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
 
 __device__ __forceinline__ uint32_t ld_cluster(uint32_t a) {
+#if SMD_HAS(cluster)
   uint32_t r;
   asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(r) : "r"(a) : "memory");
   return r;
+#else
+  __trap();
+  return 0;
+#endif
 }
 __device__ __forceinline__ uint32_t ld_local(uint32_t a) {
   uint32_t r;
@@ -56,7 +100,11 @@ __device__ __forceinline__ uint32_t ld_local(uint32_t a) {
   return r;
 }
 __device__ __forceinline__ void st_cluster(uint32_t a, uint32_t v) {
+#if SMD_HAS(cluster)
   asm volatile("st.shared::cluster.u32 [%0], %1;" ::"r"(a), "r"(v) : "memory");
+#else
+  __trap();
+#endif
 }
 
 using smd::mhz;

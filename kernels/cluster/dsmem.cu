@@ -136,10 +136,14 @@ __device__ __forceinline__ uint4 ld16(uint32_t a) {
                  : "r"(a)
                  : "memory");
   else
+#if SMD_HAS(cluster)
     asm volatile("ld.shared::cluster.v4.u32 {%0, %1, %2, %3}, [%4];"
                  : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                  : "r"(a)
                  : "memory");
+#else
+    __trap(), v = {};
+#endif
   return v;
 }
 
@@ -149,8 +153,12 @@ __device__ __forceinline__ void st16(uint32_t a, uint4 v) {
     asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(a), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
                  : "memory");
   else
+#if SMD_HAS(cluster)
     asm volatile("st.shared::cluster.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(a), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
                  : "memory");
+#else
+    __trap();
+#endif
 }
 
 // Word w of a tile holds w (+ the pass that wrote it, for writes): sums and final contents have closed forms.

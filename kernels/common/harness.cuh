@@ -1,8 +1,10 @@
-// smdissect benchmark harness: the binary protocol of DESIGN.md, shared by every case family.
+// smdissect benchmark harness: the binary protocol of docs/design.md, shared by every case family.
 // Arguments, one-line errors, clock reads, warm-up, NVTX ranges and JSON-lines records.
 #pragma once
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
+
+#include "features.cuh"  // SMD_HAS(feature): compile a body out where the arch lacks it
 
 #include <algorithm>
 #include <cstdio>
@@ -124,6 +126,10 @@ inline double median(std::vector<double> xs) {
   return n % 2 ? xs[n / 2] : 0.5 * (xs[n / 2 - 1] + xs[n / 2]);
 }
 
+// The protocol's version, the first field of every JSON line (records and --list): smdissect.protocol.VERSION
+// is the same number (tests/test_protocol.py), and the run stage refuses a line of another version.
+constexpr int kProtocol = 1;
+
 // One measurement: the protocol's JSON-lines record.
 struct Record {
   std::string case_id;
@@ -141,8 +147,8 @@ struct Record {
 inline void emit(const Record& r) {
   std::ostringstream o;
   o.precision(10);
-  o << "{\"case\":\"" << r.case_id << "\",\"params\":" << params_json(r.params) << ",\"metric\":\""
-    << r.metric << "\",\"unit\":\"" << r.unit << "\",\"value\":" << median(r.samples)
+  o << "{\"protocol\":" << kProtocol << ",\"case\":\"" << r.case_id << "\",\"params\":" << params_json(r.params)
+    << ",\"metric\":\"" << r.metric << "\",\"unit\":\"" << r.unit << "\",\"value\":" << median(r.samples)
     << ",\"samples\":" << json_list(r.samples) << ",\"cycles\":" << r.cycles
     << ",\"iterations\":" << r.iterations << ",\"clock_mhz\":" << r.clock_mhz
     << ",\"smid\":" << r.smid;
@@ -296,7 +302,7 @@ struct FamilyCase {
 };
 
 inline void print_listing(const char* id, const std::vector<KernelInfo>& kernels) {
-  std::string s = std::string("{\"case\":\"") + id + "\",\"kernels\":[";
+  std::string s = "{\"protocol\":" + std::to_string(kProtocol) + ",\"case\":\"" + id + "\",\"kernels\":[";
   for (size_t i = 0; i < kernels.size(); ++i) {
     const auto& k = kernels[i];
     s += (i ? ",{" : "{") + std::string("\"params\":") + params_json(k.params) + ",\"variant\":\"" + k.variant +

@@ -20,8 +20,10 @@ struct Slot {
 
 __global__ void __launch_bounds__(kThreads) chain_kernel(unsigned* data, Slot* slots, int k) {
   const unsigned long long t0 = smd::clock_ns();
+#if SMD_HAS(pdl)  // sm_90: before it there is no programmatic dependent launch (gap_pdl requires it)
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
   const unsigned long long t1 = smd::clock_ns();
   const unsigned i = blockIdx.x * kThreads + threadIdx.x;
   data[i] += 1;  // the dependent read of what kernel k-1 wrote

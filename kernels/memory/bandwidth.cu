@@ -57,7 +57,8 @@ uint32_t window_sum(long first, long nvec) {
   return uint32_t(((2 * a + n - 1) * n / 2) & 0xffffffffu);
 }
 
-// The two DRAM buffers, allocated once (64 x L2 each), the source filled with the pattern.
+// The two DRAM buffers, allocated once (64 x L2 each: 3.8 GB on an H200; at most a quarter of the free memory each,
+// for a card whose L2 is large against its DRAM), the source filled with the pattern.
 struct Buffers {
   uint4 *src = nullptr, *dst = nullptr;
   unsigned* sum = nullptr;
@@ -69,7 +70,10 @@ Buffers& buffers() {
   static Buffers b;
   if (b.src) return b;
   const long chunk = 1L << 22;  // vectors: a multiple of every grid x threads x loads used here
-  b.vecs = std::max(chunk, kBufferL2s * mem::sizes().l2_bytes / 16 / chunk * chunk);
+  size_t free_bytes = 0, total_bytes = 0;
+  SMD_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  const long room = long(free_bytes / 4 / sizeof(uint4));
+  b.vecs = std::max(chunk, std::min(kBufferL2s * mem::sizes().l2_bytes / 16, room) / chunk * chunk);
   SMD_CHECK(cudaMalloc(&b.src, b.vecs * sizeof(uint4)));
   SMD_CHECK(cudaMalloc(&b.dst, b.vecs * sizeof(uint4)));
   SMD_CHECK(cudaMalloc(&b.sum, sizeof(unsigned)));
@@ -118,12 +122,16 @@ void emit_bandwidth(const std::string& id, const std::map<std::string, long>& po
   smd::Record rec{id, point, "bandwidth", "GB/s", gbs};
   rec.cycles = 0, rec.iterations = 1, rec.variant = expect.empty() ? "" : "timed", rec.expect = expect;
   smd::emit(rec);
-  if (id.rfind("dram_", 0) == 0 || id == "memcpy_d2d") {
-    smd::Record frac{id, point, "fraction_of_peak", "fraction"};
-    for (double g : gbs) frac.samples.push_back(g / peak);
-    frac.iterations = 1;
-    smd::emit(frac);
+  if (id.rfind("dram_", 0) != 0 && id != "memcpy_d2d") return;
+  if (peak <= 0) {  // a unified-memory part may report no memory clock: no peak to divide by
+    std::fprintf(stderr, "%s %s: no fraction_of_peak: the card reports no memory clock or bus width\n", id.c_str(),
+                 smd::params_json(point).c_str());
+    return;
   }
+  smd::Record frac{id, point, "fraction_of_peak", "fraction"};
+  for (double g : gbs) frac.samples.push_back(g / peak);
+  frac.iterations = 1;
+  smd::emit(frac);
 }
 
 // A DRAM or L2 streaming point: window, timed launches, the window's data checked after the last one.
@@ -134,14 +142,13 @@ void run_stream(const std::string& id, const std::map<std::string, long>& point,
   Buffers& b = buffers();
   const Launch f = pick<MODE, 1, 2, 4, 8>(loads);
   const long chunk = ctas * kThreads * loads;
-  Window w{0, 0, 1};
-  if (MODE == kReadL2) {
-    w.nvec = mem::sizes().l2_bytes / 4 / 16 / chunk * chunk;
-    w.passes = int(std::max(1L, kL2Bytes / (w.nvec * 16)));
-  } else {
-    w.nvec = std::min(b.vecs, ctas * kCtaQuota / 16) / chunk * chunk;
-  }
-  if (w.nvec == 0) smd::fail("ctas x threads x loads exceeds the window", 2);
+  const long room = MODE == kReadL2 ? mem::sizes().l2_bytes / 4 / 16 : std::min(b.vecs, ctas * kCtaQuota / 16);
+  Window w{0, room / chunk * chunk, 1};
+  if (w.nvec == 0)  // an L2 window under 8 MiB (an L2 under 32 MiB) cannot hold 512 CTAs x 4 loads
+    return smd::static_point(id, point, "one pass of ctas x threads x loads x 16 B = " + std::to_string(chunk * 16) +
+                                            " B exceeds the window of " + std::to_string(room * 16) + " B" +
+                                            (MODE == kReadL2 ? " (a quarter of the L2)" : ""));
+  if (MODE == kReadL2) w.passes = int(std::max(1L, kL2Bytes / (w.nvec * 16)));
   const long windows = MODE == kReadL2 ? 1 : b.vecs / w.nvec;  // the L2 window stays put
   const double moved = double(w.nvec) * 16 * w.passes * (MODE == kCopy ? 2 : 1);
   std::vector<double> gbs;

@@ -3,10 +3,6 @@
 // input, so a chain is one conversion per step and no inverse pair exists for ptxas to fold.
 #include "ops.cuh"
 
-#if defined(__CUDA_ARCH_FEAT_SM120_ALL) || defined(__CUDA_ARCH_FEAT_SM100_ALL)
-#define SMD_CVT_NARROW 1  // cvt to/from e2m1x2, e2m3x2, e3m2x2, ue8m0x2
-#endif
-
 struct F2i : F32Op {
   __device__ static T apply(T x, T, T) {
     asm volatile("{.reg .s32 t; cvt.rni.s32.f32 t, %0; mov.b32 %0, t;}" : "+f"(x));
@@ -55,18 +51,23 @@ struct F16x2Pack : F32Op {
 };
 
 // Two f32 (x, a) -> e4m3x2 / e5m2x2 in the low 16 bits; the zero extension is one LOP3 the table subtracts.
+// FP8 conversions came with sm_89: before it the body is empty (the cases require fp8).
 struct E4m3Pack : F32Op {
   __device__ static T apply(T x, T a, T) {
+#if SMD_HAS(fp8)
     asm volatile("{.reg .b16 h; .reg .b32 t; cvt.rn.satfinite.e4m3x2.f32 h, %0, %1; cvt.u32.u16 t, h; mov.b32 %0, t;}"
                  : "+f"(x) : "f"(a));  // fmt: skip
+#endif
     return x;
   }
 };
 
 struct E5m2Pack : F32Op {
   __device__ static T apply(T x, T a, T) {
+#if SMD_HAS(fp8)
     asm volatile("{.reg .b16 h; .reg .b32 t; cvt.rn.satfinite.e5m2x2.f32 h, %0, %1; cvt.u32.u16 t, h; mov.b32 %0, t;}"
                  : "+f"(x) : "f"(a));  // fmt: skip
+#endif
     return x;
   }
 };
@@ -74,7 +75,9 @@ struct E5m2Pack : F32Op {
 // e4m3x2 (the low 16 bits of x) -> f16x2.
 struct E4m3Unpack : U32Op {
   __device__ static T apply(T x, T, T) {
+#if SMD_HAS(fp8)
     asm volatile("{.reg .b16 lo, hi; mov.b32 {lo, hi}, %0; cvt.rn.f16x2.e4m3x2 %0, lo;}" : "+r"(x));
+#endif
     return x;
   }
 };
@@ -87,10 +90,11 @@ struct CvtPack : U32Op {
   }
 };
 
-// sm_120a MX narrow conversions; on other archs the body is empty (the case requires cvt_narrow).
+// Blackwell's MX narrow conversions (cvt to/from e2m1x2, e2m3x2, e3m2x2, ue8m0x2); on other archs the body is
+// empty (the case requires cvt_narrow).
 struct E2m1Pack : F32Op {
   __device__ static T apply(T x, T a, T) {
-#ifdef SMD_CVT_NARROW
+#if SMD_HAS(cvt_narrow)
     asm volatile("{.reg .b8 q; .reg .b32 t; cvt.rn.satfinite.e2m1x2.f32 q, %0, %1; cvt.u32.u8 t, q; mov.b32 %0, t;}"
                  : "+f"(x) : "f"(a));  // fmt: skip
 #endif
@@ -100,7 +104,7 @@ struct E2m1Pack : F32Op {
 
 struct E2m1Unpack : U32Op {
   __device__ static T apply(T x, T, T) {
-#ifdef SMD_CVT_NARROW
+#if SMD_HAS(cvt_narrow)
     asm volatile("{.reg .b8 q; cvt.u8.u32 q, %0; cvt.rn.f16x2.e2m1x2 %0, q;}" : "+r"(x));
 #endif
     return x;
@@ -109,7 +113,7 @@ struct E2m1Unpack : U32Op {
 
 struct Ue8m0Pack : F32Op {
   __device__ static T apply(T x, T a, T) {
-#ifdef SMD_CVT_NARROW
+#if SMD_HAS(cvt_narrow)
     asm volatile("{.reg .b16 h; .reg .b32 t; cvt.rz.satfinite.ue8m0x2.f32 h, %0, %1; cvt.u32.u16 t, h; mov.b32 %0, t;}"
                  : "+f"(x) : "f"(a));  // fmt: skip
 #endif
@@ -119,7 +123,7 @@ struct Ue8m0Pack : F32Op {
 
 struct Ue8m0Unpack : U32Op {
   __device__ static T apply(T x, T, T) {
-#ifdef SMD_CVT_NARROW
+#if SMD_HAS(cvt_narrow)
     asm volatile("{.reg .b16 lo, hi; mov.b32 {lo, hi}, %0; cvt.rn.bf16x2.ue8m0x2 %0, lo;}" : "+r"(x));
 #endif
     return x;

@@ -39,7 +39,9 @@ struct Bfma2 : Bf2Op {
 
 struct Badd2 : Bf2Op {
   __device__ static T apply(T x, T a, T) {
+#if SMD_HAS(bf16x2_arith)  // sm_90: before it only the bf16x2 FMA exists (the case requires it)
     asm volatile("add.rn.bf16x2 %0, %0, %1;" : "+r"(x) : "r"(a));
+#endif
     return x;
   }
 };

@@ -36,12 +36,15 @@ int resident(const std::vector<smd::Stamp>& warps) {
   return max_overlap(events);
 }
 
-int sm_count() {
-  int dev = 0, sms = 0;
+int attribute(cudaDeviceAttr what) {
+  int dev = 0, v = 0;
   SMD_CHECK(cudaGetDevice(&dev));
-  SMD_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  return sms;
+  SMD_CHECK(cudaDeviceGetAttribute(&v, what, dev));
+  return v;
 }
+int sm_count() { return attribute(cudaDevAttrMultiProcessorCount); }
+// Warps an SM holds at most: 64 on an H200, 48 on sm_120.
+int max_warps_per_sm() { return attribute(cudaDevAttrMaxThreadsPerMultiProcessor) / 32; }
 
 template <class Op>
 void scaling(const std::string& id, const std::map<std::string, long>& point, int repeats) {
@@ -49,6 +52,12 @@ void scaling(const std::string& id, const std::map<std::string, long>& point, in
   if (warps < 1 || warps > 64) smd::fail("warps=" + std::to_string(warps) + " out of range 1..64", 2);
   const int ctas_per_sm = warps > 32 ? 2 : 1, cta_warps = int(warps) / ctas_per_sm;
   if (cta_warps * ctas_per_sm != warps) smd::fail("warps=" + std::to_string(warps) + " above 32 must be even", 2);
+  int fit = 0;
+  SMD_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, sched::pipe_loop<Op, 1>, cta_warps * 32, 0));
+  if (fit < ctas_per_sm)
+    return smd::static_point(id, point, std::to_string(warps) + " warps do not fit on one SM: it holds " +
+                                            std::to_string(max_warps_per_sm()) + " warps, " + std::to_string(fit) +
+                                            " CTA(s) of " + std::to_string(cta_warps));
   const int ctas = sm_count() * ctas_per_sm;
   sched::run_pipe_loop<Op, 1>(ctas, cta_warps, kIters, ~0ull);  // untimed: module load, icache
   std::vector<double> thr, res, mhz;
@@ -88,7 +97,7 @@ __global__ void __launch_bounds__(128) resident_spin(sched::WarpStamp* stamps, l
 void max_resident(const std::string& id, const std::map<std::string, long>& point, int repeats) {
   const long cta_warps = smd::param(point, "cta_warps");
   if (cta_warps < 1 || cta_warps > 4) smd::fail("cta_warps=" + std::to_string(cta_warps) + " out of range 1..4", 2);
-  const int ctas = sm_count() * int(128 / cta_warps);  // twice the 64 warps an SM can hold at most
+  const int ctas = sm_count() * int(2 * max_warps_per_sm() / cta_warps);  // twice the warps an SM can hold at most
   sched::Buffer<sched::WarpStamp> stamps(size_t(ctas) * cta_warps);
   std::vector<double> warps, blocks;
   int smid = -1;

@@ -61,8 +61,10 @@ struct StsmX4 : Ldsm<4> {
   static constexpr tc::Counter counter = tc::Counter::stsm;
   __device__ static void step(Acc& c, const Ctx& x) {
     const uint32_t addr = x.base + (c.v[0] & x.mask);
+#if SMD_HAS(stmatrix)  // sm_90 (the case requires it)
     asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1,%2,%3,%4};"
                  ::"r"(addr), "r"(c.v[0]), "r"(c.v[1]), "r"(c.v[2]), "r"(c.v[3]));
+#endif
     ldsm<4>(c, addr);
   }
 };

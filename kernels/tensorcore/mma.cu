@@ -86,10 +86,11 @@ struct Fp8F32 : Mma424<BITS, BITS, true> {
   }
   __device__ static void step(Acc& d, const Ctx& x) {
     uint32_t a[4] = {x.a[0], x.a[1], x.a[2], x.a[3]};
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ / 100 == 9
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1200  // emulated there: sm_90, sm_10x
 #pragma unroll
     for (int i = 0; i < 4; ++i) a[i] |= d.v[i] & x.zero;  // a LOP3 each; x.zero is 0 at run time: A keeps its value
 #endif
+#if SMD_HAS(fp8)  // sm_89: before it there is no FP8 mma.sync (the cases require fp8)
     if constexpr (E4M3)
       asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
                    "{%0,%1,%2,%3};"
@@ -100,6 +101,7 @@ struct Fp8F32 : Mma424<BITS, BITS, true> {
                    "{%0,%1,%2,%3};"
                    : "+r"(d.v[0]), "+r"(d.v[1]), "+r"(d.v[2]), "+r"(d.v[3])
                    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(x.b[0]), "r"(x.b[1]));
+#endif
   }
 };
 struct E4m3F32 : Fp8F32<kE4m3, true> {

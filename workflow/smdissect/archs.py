@@ -53,9 +53,30 @@ FEATURES: dict[str, set[int]] = {
     "f8f6f4": {120, 121},  # mma.sync .kind::f8f6f4
     "tcgen05": {100, 101, 103, 110},
     "clc": {100, 101, 103, 110, 120, 121},  # cluster launch control
+    # Older instructions the newest ones keep: (sm_89) mma.sync and cvt with e4m3/e5m2; (sm_90) elect.sync,
+    # griddepcontrol (programmatic dependent launch), stmatrix, add/sub/mul/min/max of .bf16x2.
+    "fp8": {89, 90} | BLACKWELL,
+    "elect": {90} | BLACKWELL,
+    "pdl": {90} | BLACKWELL,
+    "stmatrix": {90} | BLACKWELL,
+    "bf16x2_arith": {90} | BLACKWELL,
 }
+README_ARCHS = ("sm_80", "sm_89", "sm_90a", "sm_100a", "sm_120a")  # the README's planned-points table
+FEATURES_HEADER = "kernels/common/features.cuh"  # FEATURES as preprocessor tests for the kernels (features_header)
 # Compute capabilities with an arch-specific ('a') target: their full feature set needs it.
 ARCH_SPECIFIC = {(9, 0), (10, 0), (10, 1), (10, 3), (11, 0), (12, 0), (12, 1)}
+# Nsight Compute's chip name per compute capability (`ncu --query-metrics --chip`): the first chip of each arch
+# (GA100 for 8.0, GA102 for 8.6, AD102 for 8.9; a metric the chip lacks is dropped and recorded as such).
+NCU_CHIPS = {
+    (8, 0): "ga100",
+    (8, 6): "ga102",
+    (8, 9): "ad102",
+    (9, 0): "gh100",
+    (10, 0): "gb100",
+    (10, 3): "gb110",
+    (12, 0): "gb202",
+    (12, 1): "gb20b",
+}
 
 # Native arithmetic throughput in RESULTS per clock per SM, by SM version, as the guides print them. 'fp16' counts
 # 16-bit results (a half2 instruction gives two per thread); the 12.0 column counts lanes, 64 half2 lanes = 128 here.
@@ -109,9 +130,23 @@ NO_PUBLISHED_RATE: dict[str, str] = {
 }
 
 # Tensor formats: aliases, and those with 2:4 structured sparsity (dense-equivalent peak x2).
-FORMAT_ALIASES = {"fp16": "f16", "half": "f16", "fp8": "e4m3", "e5m2": "e4m3", "u8": "s8", "int8": "s8",
-                  "u4": "s4", "int4": "s4", "fp4": "e2m1", "nvfp4": "e2m1", "mxfp4": "e2m1", "mxf4": "e2m1",
-                  "mxf4nvf4": "e2m1", "fp64": "f64", "binary": "b1"}  # fmt: skip
+FORMAT_ALIASES = {
+    "fp16": "f16",
+    "half": "f16",
+    "fp8": "e4m3",
+    "e5m2": "e4m3",
+    "u8": "s8",
+    "int8": "s8",
+    "u4": "s4",
+    "int4": "s4",
+    "fp4": "e2m1",
+    "nvfp4": "e2m1",
+    "mxfp4": "e2m1",
+    "mxf4": "e2m1",
+    "mxf4nvf4": "e2m1",
+    "fp64": "f64",
+    "binary": "b1",
+}
 SPARSE_FORMATS = {"f16", "bf16", "tf32", "e4m3", "s8", "s4", "e2m1"}
 # Formats whose rate is disputed or unpublished on every arch (tensor_peak returns None): kind::f8f6f4 and
 # kind::mxf8f6f4 run at the FP8 rate, but GeForce FP8 with FP32 accumulate is half rate in [RTXBW-WP] and full rate in
@@ -313,7 +348,7 @@ def derived_peak(
         return None
     what = f"{fmt}{' sparse' if sparse else ''}" if fmt else f"pipe {pipe}"
     how = f"derived: {sms} SMs x {rate:g} per SM per cycle ({what}, {arch}) x {mhz:g} MHz (device clock)"
-    return Peak(sms * rate * mhz * 1e6, rate, sms, mhz, True, how)  # fmt: skip
+    return Peak(sms * rate * mhz * 1e6, rate, sms, mhz, True, how)
 
 
 def device_peak(
@@ -349,3 +384,24 @@ def _reference(arch: str) -> tuple[GpuModel, set[str] | None] | None:
         return None
     model = next(m for m in MODELS if m.name == entry[0])
     return model, entry[1]
+
+
+def features_header() -> str:
+    """FEATURES as the kernels' preprocessor tests: `#if SMD_HAS(tma)` keeps a body on an arch with the feature
+    and compiles it out elsewhere (the case is a static row there); the host pass sees every body."""
+    lines = [
+        "// Generated from FEATURES in workflow/smdissect/archs.py by `smdissect features`: do not edit.",
+        "// SMD_HAS(feature) is 1 where the arch being compiled has the feature, and in the host pass.",
+        "#pragma once",
+        "#if defined(__CUDA_ARCH__)",
+        "#define SMD_SM (__CUDA_ARCH__ / 10)",
+    ]
+    for name, sms in sorted(FEATURES.items()):
+        lines.append(f"#define SMD_HAS_{name} ({' || '.join(f'SMD_SM == {sm}' for sm in sorted(sms))})")
+    lines += [
+        "#else",
+        *(f"#define SMD_HAS_{name} 1" for name in sorted(FEATURES)),
+        "#endif",
+        "#define SMD_HAS(feature) SMD_HAS_##feature",
+    ]
+    return "\n".join(lines) + "\n"

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from . import protocol
 from .errors import SmdissectError
 from .files import atomic_path, write_text
 
@@ -36,6 +37,14 @@ def known_archs(nvcc: str = "nvcc") -> list[str]:
     exe = find_tool(nvcc, "install the CUDA toolkit or set nvcc: in config/config.yaml")
     out = subprocess.run([exe, "--list-gpu-code"], capture_output=True, text=True, check=False).stdout
     return out.split()
+
+
+def family_flags(configured: list[str], own: list[str]) -> list[str]:
+    """The configured nvcc flags, then a family's own; a family's -O<level> (the host compiler's) replaces the
+    configured one."""
+    if any(f.startswith("-O") for f in own):
+        configured = [f for f in configured if not f.startswith("-O")]
+    return configured + own
 
 
 def command(nvcc: str, source: Path, binary: Path, archs: list[str], include: Path, flags: list[str]) -> list[str]:
@@ -66,7 +75,7 @@ def list_kernels(binary: Path) -> list[dict[str, Any]]:
     proc = subprocess.run([str(binary), "--list"], capture_output=True, text=True)
     if proc.returncode != 0:
         raise SmdissectError(f"{binary} --list failed: {proc.stderr.strip() or proc.returncode}")
-    return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    return protocol.read(proc.stdout, str(binary))
 
 
 def write_listing(binary: Path, out: Path) -> None:

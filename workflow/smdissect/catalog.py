@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,124 @@ HEADER_PACKAGES: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 CASE_REF = "^([a-z][a-z0-9_]*/)?[a-z][a-z0-9_]*$"  # a case of the same category, or <category>/<case>
+KERNELS = Path(__file__).resolve().parents[2] / "kernels"  # the checkout's manifests
+
+# A case's keys: what the merged entry (case over family defaults over category defaults) must satisfy.
+# opcode (or 'A|B' alternatives) -> the count it must have: one bound or a list of them
+EXPECT_BOUND = [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]
+NULL = {"type": "null"}
+EXPECT = {"type": "object", "additionalProperties": {"anyOf": EXPECT_BOUND}}
+CASE_PROPERTIES: dict[str, Any] = {
+    "id": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
+    # a .cu family, or a Python script speaking the same protocol (a library's own call, e.g. torch)
+    "source": {"type": "string", "pattern": "^[a-z][a-z0-9_]*\\.(cu|py)$"},
+    "kind": {"enum": ["chain", "timed"]},
+    "ptx": {"type": "string"},
+    "measures": {
+        "type": "array",
+        "items": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
+        "minItems": 1,
+    },
+    "sweep": {
+        "type": "object",
+        "additionalProperties": {"type": "array", "items": {"type": "integer"}, "minItems": 1},
+    },
+    # what ncu profiles: one narrowing of the sweep, or a list of them (e.g. the latency point and
+    # the throughput point, without the cross product of their axes)
+    "profile_sweep": {
+        "oneOf": [
+            {"$ref": "#/$defs/narrowing"},
+            {"type": "array", "items": {"$ref": "#/$defs/narrowing"}, "minItems": 1},
+        ]
+    },
+    "requires": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "min_sm": {"type": "integer"},
+            "features": {"type": "array", "items": {"enum": sorted(FEATURES)}},
+        },
+    },
+    "sass": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["expect"],
+        "properties": {
+            "expect": EXPECT,
+            "forbid": {"type": "array", "items": {"type": "string"}},
+            # which loop one timed step repeats where the default rule (sass.timed_loop) is wrong
+            "loop": {"enum": ["between", "around"]},
+            # what the SASS is on other archs ("sm_80,sm_89": {why, expect, forbid}): `expect` sets the count of each
+            # opcode it names there (null: none), `forbid` replaces the case's; `why` says what ptxas does differently
+            "arch": {
+                "type": "object",
+                "propertyNames": {"pattern": "^sm_[0-9]+[af]?(,sm_[0-9]+[af]?)*$"},
+                "additionalProperties": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["why"],
+                    "properties": {
+                        "why": {"type": "string"},
+                        "expect": {"type": "object", "additionalProperties": {"anyOf": [*EXPECT_BOUND, NULL]}},
+                        "forbid": {"type": "array", "items": {"type": "string"}},
+                    },
+                },
+            },
+        },
+    },
+    "pipe": {"type": "string", "pattern": "^[a-z0-9_]+(\\+[a-z0-9_]+)*$"},
+    "stall": {"type": "string", "pattern": "^[a-z_]+$"},
+    "tolerance": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+    "paper": {"type": "string"},
+    "explain": {"type": "object", "additionalProperties": {"type": "string"}},
+    # how the case's figures are measured, where published figures use another definition
+    "method": {"type": "string"},
+    # which figure each metric gives: its only point, its peak over the sweep, one per point, the
+    # point where another metric peaks ({at: metric}), or none (a derived figure stands for it)
+    "figures": {
+        "type": "object",
+        "additionalProperties": {
+            "oneOf": [
+                {"enum": ["point", "peak", "each", "none"]},
+                {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["at"],
+                    "properties": {"at": {"type": "string"}},
+                },
+            ]
+        },
+    },
+    # axes along which a peak must have levelled off (the plateau check); chain cases: ilp, warps
+    "saturate": {"type": "array", "items": {"type": "string"}},
+    # the hardware peak that bounds the case's rates: pipe:<ncu pipe>, tensor:<format>, dram, smem
+    "peak": {"type": "string", "pattern": "^(pipe:[a-z0-9_+]+|tensor:[a-z0-9]+|dram|smem)$"},
+    # cases whose latency this one cannot undercut (it is built from them): [case] or [category/case]
+    "built_from": {"type": "array", "items": {"type": "string", "pattern": CASE_REF}},
+    # cases running the same work: their figure of the same metric must agree within tolerance
+    "same_as": {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["case", "metric"],
+            "properties": {
+                "case": {"type": "string", "pattern": CASE_REF},
+                "metric": {"type": "string"},
+                "as": {"type": "string"},
+                "tolerance": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+            },
+        },
+    },
+}
+CASE_REQUIRED = ("id", "source", "ptx", "measures", "sweep", "sass")
+INHERITED = tuple(k for k in CASE_PROPERTIES if k not in ("id", "source"))  # what defaults may set
+
+
+def _nullable(keys: tuple[str, ...]) -> dict[str, Any]:
+    """Case keys as given in a manifest: each its schema, or null to take back an inherited default."""
+    return {k: {"anyOf": [{"type": "null"}, CASE_PROPERTIES[k]]} for k in keys}
+
 
 MANIFEST_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -33,12 +151,16 @@ MANIFEST_SCHEMA: dict[str, Any] = {
         "narrowing": {
             "type": "object",
             "additionalProperties": {"type": "array", "items": {"type": "integer"}, "minItems": 1},
-        }
+        },
+        # keys every case of the category (top level) or of one family takes unless it sets its own; a key
+        # replaces the default whole (a case's sweep, sass or explain is never merged into the default's)
+        "defaults": {"type": "object", "additionalProperties": False, "properties": _nullable(INHERITED)},
     },
     "properties": {
         "category": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
         "title": {"type": "string"},
         "metrics": {"type": "array", "items": {"type": "string", "pattern": "^[a-z0-9_]+__[a-z0-9_.]+$"}},
+        "defaults": {"$ref": "#/$defs/defaults"},
         "families": {
             "type": "object",
             "propertyNames": {"pattern": "^[a-z][a-z0-9_]*$"},
@@ -53,6 +175,7 @@ MANIFEST_SCHEMA: dict[str, Any] = {
                     "profile": {"type": "boolean"},
                     # a .cu of kernels that controlcodes.prepare() compiles to a cubin and patches at build time
                     "patched": {"type": "string", "pattern": "^[a-z][a-z0-9_]*\\.cu$"},
+                    "defaults": {"$ref": "#/$defs/defaults"},  # over the category's
                 },
             },
         },
@@ -62,95 +185,8 @@ MANIFEST_SCHEMA: dict[str, Any] = {
             "items": {
                 "type": "object",
                 "additionalProperties": False,
-                "required": ["id", "source", "ptx", "measures", "sweep", "sass"],
-                "properties": {
-                    "id": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
-                    # a .cu family, or a Python script speaking the same protocol (a library's own call, e.g. torch)
-                    "source": {"type": "string", "pattern": "^[a-z][a-z0-9_]*\\.(cu|py)$"},
-                    "kind": {"enum": ["chain", "timed"]},
-                    "ptx": {"type": "string"},
-                    "measures": {
-                        "type": "array",
-                        "items": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
-                        "minItems": 1,
-                    },
-                    "sweep": {
-                        "type": "object",
-                        "additionalProperties": {"type": "array", "items": {"type": "integer"}, "minItems": 1},
-                    },
-                    # what ncu profiles: one narrowing of the sweep, or a list of them (e.g. the latency point and
-                    # the throughput point, without the cross product of their axes)
-                    "profile_sweep": {
-                        "oneOf": [
-                            {"$ref": "#/$defs/narrowing"},
-                            {"type": "array", "items": {"$ref": "#/$defs/narrowing"}, "minItems": 1},
-                        ]
-                    },
-                    "requires": {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "properties": {
-                            "min_sm": {"type": "integer"},
-                            "features": {"type": "array", "items": {"enum": sorted(FEATURES)}},
-                        },
-                    },
-                    "sass": {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "required": ["expect"],
-                        "properties": {
-                            "expect": {
-                                "type": "object",
-                                "additionalProperties": {
-                                    "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]
-                                },
-                            },
-                            "forbid": {"type": "array", "items": {"type": "string"}},
-                            # which loop one timed step repeats where the default rule (sass.timed_loop) is wrong
-                            "loop": {"enum": ["between", "around"]},
-                        },
-                    },
-                    "pipe": {"type": "string", "pattern": "^[a-z0-9_]+(\\+[a-z0-9_]+)*$"},
-                    "stall": {"type": "string", "pattern": "^[a-z_]+$"},
-                    "tolerance": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
-                    "paper": {"type": "string"},
-                    "explain": {"type": "object", "additionalProperties": {"type": "string"}},
-                    # how the case's figures are measured, where published figures use another definition
-                    "method": {"type": "string"},
-                    # which figure each metric gives: its only point, its peak over the sweep, one per point, the
-                    # point where another metric peaks ({at: metric}), or none (a derived figure stands for it)
-                    "figures": {
-                        "type": "object",
-                        "additionalProperties": {
-                            "oneOf": [
-                                {"enum": ["point", "peak", "each", "none"]},
-                                {"type": "object", "additionalProperties": False, "required": ["at"],
-                                 "properties": {"at": {"type": "string"}}},
-                            ]
-                        },
-                    },
-                    # axes along which a peak must have levelled off (the plateau check); chain cases: ilp, warps
-                    "saturate": {"type": "array", "items": {"type": "string"}},
-                    # the hardware peak that bounds the case's rates: pipe:<ncu pipe>, tensor:<format>, dram, smem
-                    "peak": {"type": "string", "pattern": "^(pipe:[a-z0-9_+]+|tensor:[a-z0-9]+|dram|smem)$"},
-                    # cases whose latency this one cannot undercut (it is built from them): [case] or [category/case]
-                    "built_from": {"type": "array", "items": {"type": "string", "pattern": CASE_REF}},
-                    # cases running the same work: their figure of the same metric must agree within tolerance
-                    "same_as": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "additionalProperties": False,
-                            "required": ["case", "metric"],
-                            "properties": {
-                                "case": {"type": "string", "pattern": CASE_REF},
-                                "metric": {"type": "string"},
-                                "as": {"type": "string"},
-                                "tolerance": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
-                            },
-                        },
-                    },
-                },
+                "required": ["id", "source"],
+                "properties": {k: CASE_PROPERTIES[k] for k in ("id", "source")} | _nullable(INHERITED),
             },
         },
     },
@@ -170,6 +206,7 @@ class Case:
     sass_expect: dict[str, list[str]]
     sass_forbid: tuple[str, ...] = ()
     sass_loop: str = "between"
+    sass_arch: dict[str, dict[str, Any]] = field(default_factory=dict)  # arch -> its own expect/forbid and why
     kind: str = "chain"
     profile_sweep: dict[str, list[int]] | list[dict[str, list[int]]] | None = None
     min_sm: int = 0
@@ -215,6 +252,15 @@ class Case:
         """Every point ncu profiles, over all of the case's profiled sweeps."""
         return [p for sweep in self.profiled_sweeps() for p in self.points(sweep)]
 
+    def on(self, arch: str) -> Case:
+        """This case's SASS claims as they stand on `arch`: its manifest's `sass.arch` entry for it sets the count
+        of each opcode it names (null: none expected) and replaces the forbidden opcodes where it gives them."""
+        own = self.sass_arch.get(arch)
+        if own is None:
+            return self
+        expect = {k: v for k, v in (self.sass_expect | _expectations(own.get("expect", {}))).items() if v}
+        return replace(self, sass_expect=expect, sass_forbid=tuple(own.get("forbid", self.sass_forbid)))
+
     def unsupported(self, arch: str) -> str | None:
         """Why this case cannot run on `arch`, or None when it can."""
         sm = sm_version(arch)
@@ -241,7 +287,8 @@ def categories(kernels: Path) -> list[str]:
 
 @cache
 def manifest(kernels: Path, category: str) -> dict[str, Any]:
-    """A category's cases.yaml, validated against MANIFEST_SCHEMA; a bad one is a one-line error."""
+    """A category's cases.yaml, validated against MANIFEST_SCHEMA, its cases merged with their defaults; a bad one
+    is a one-line error."""
     path = kernels / category / "cases.yaml"
     if not path.exists():
         known = ", ".join(categories(kernels)) or "none"
@@ -256,7 +303,23 @@ def manifest(kernels: Path, category: str) -> dict[str, Any]:
         raise SmdissectError(f"{path}: {where}: {error.message}")
     if data["category"] != category:
         raise SmdissectError(f"{path}: category is '{data['category']}', expected the folder name '{category}'")
-    return data
+    stray = sorted(set(data.get("families", {})) - {Path(c["source"]).stem for c in data["cases"]})
+    if stray:
+        raise SmdissectError(f"{path}: families: {', '.join(stray)} name no case's source (its file's stem)")
+    cases = [merged(data, entry) for entry in data["cases"]]
+    for i, case in enumerate(cases):
+        missing = [k for k in CASE_REQUIRED if k not in case]
+        if missing:
+            raise SmdissectError(f"{path}: cases/{i} ({case['id']}): '{missing[0]}' is a required property")
+    return data | {"cases": cases}
+
+
+def merged(data: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
+    """A case entry over its family's defaults over the category's: each key it sets replaces the default whole,
+    and null takes a default back (the key is then as if never given)."""
+    family = data.get("families", {}).get(Path(entry["source"]).stem, {})
+    keys = data.get("defaults", {}) | family.get("defaults", {}) | entry
+    return {k: v for k, v in keys.items() if v is not None}
 
 
 def load(kernels: Path, category: str) -> list[Case]:
@@ -273,9 +336,14 @@ def load(kernels: Path, category: str) -> list[Case]:
     return cases
 
 
+def _expectations(expect: dict[str, str | list[str] | None]) -> dict[str, list[str]]:
+    """A manifest's expectations with every bound as a list (none for null)."""
+    return {k: [v] if isinstance(v, str) else list(v or ()) for k, v in expect.items()}
+
+
 def _case(category: str, entry: dict[str, Any]) -> Case:
     requires = entry.get("requires", {})
-    expect = {k: [v] if isinstance(v, str) else list(v) for k, v in entry["sass"]["expect"].items()}
+    by_arch = {arch: own for archs, own in entry["sass"].get("arch", {}).items() for arch in archs.split(",")}
     return Case(
         category=category,
         id=entry["id"],
@@ -285,9 +353,10 @@ def _case(category: str, entry: dict[str, Any]) -> Case:
         ptx=entry["ptx"],
         measures=tuple(entry["measures"]),
         sweep=entry["sweep"],
-        sass_expect=expect,
+        sass_expect=_expectations(entry["sass"]["expect"]),
         sass_forbid=tuple(entry["sass"].get("forbid", ())),
         sass_loop=entry["sass"].get("loop", "between"),
+        sass_arch=by_arch,
         min_sm=requires.get("min_sm", 0),
         features=tuple(requires.get("features", ())),
         pipe=entry.get("pipe"),
@@ -298,10 +367,23 @@ def _case(category: str, entry: dict[str, Any]) -> Case:
         method=entry.get("method", ""),
         figures=entry.get("figures", {}),
         saturate=tuple(entry.get("saturate", ("ilp", "warps") if entry.get("kind", "chain") == "chain" else ())),
-        peak=entry.get("peak", f"pipe:{entry['pipe']}" if entry.get("pipe") and entry.get("kind", "chain") == "chain"
-                       else None),
+        peak=entry.get(
+            "peak", f"pipe:{entry['pipe']}" if entry.get("pipe") and entry.get("kind", "chain") == "chain" else None
+        ),
         built_from=tuple(entry.get("built_from", ())),
         same_as=tuple(entry.get("same_as", ())),
+    )
+
+
+def ids(
+    category: str, *, family: str | None = None, measure: str | None = None, kernels: Path = KERNELS
+) -> tuple[str, ...]:
+    """The ids of a category's cases, of one family or measuring one metric, in manifest order: how a view or a
+    deriver names a group of cases without spelling each id."""
+    return tuple(
+        c.id
+        for c in load(kernels, category)
+        if family in (None, c.family) and (measure is None or measure in c.measures)
     )
 
 
@@ -312,8 +394,11 @@ def load_all(kernels: Path, categories: list[str]) -> list[Case]:
 
 def referenced_categories(kernels: Path, category: str) -> list[str]:
     """The other categories whose figures a category's checks compare against (`built_from`, `same_as`)."""
-    refs = {c.refer(r).split("/")[0] for c in load(kernels, category)
-            for r in (*c.built_from, *(s["case"] for s in c.same_as))}  # fmt: skip
+    refs = {
+        c.refer(r).split("/")[0]
+        for c in load(kernels, category)
+        for r in (*c.built_from, *(s["case"] for s in c.same_as))
+    }
     return sorted(refs - {category})
 
 
@@ -338,7 +423,8 @@ def title(kernels: Path, category: str) -> str:
 def family_settings(kernels: Path, category: str, family: str) -> dict[str, Any]:
     """A family's manifest settings with defaults: nvcc flags, libraries, timeout (s), profiled or not."""
     given = manifest(kernels, category).get("families", {}).get(family, {})
-    return {"flags": [], "link": [], "timeout": 600, "profile": True} | given
+    settings = {k: v for k, v in given.items() if k != "defaults"}  # its case defaults are the cases' (merged)
+    return {"flags": [], "link": [], "timeout": 600, "profile": True} | settings
 
 
 def family_flags(kernels: Path, category: str, family: str) -> list[str]:

@@ -3,7 +3,6 @@ the plateau of the sweep it was taken from, the parts it is built from, and othe
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -12,7 +11,7 @@ import pandas as pd
 
 from . import archs
 from .catalog import Case
-from .tables import point_text
+from .tables import canonical_params, parse_params, point_text
 
 if TYPE_CHECKING:
     from .figures import Figure, Point
@@ -53,13 +52,14 @@ def judge(checks: list[Check]) -> tuple[str, str]:
     missing = list(dict.fromkeys(f"{c.name}: {c.detail}" for c in checks if c.independent and c.verdict != "agree"))
     if len(missing) > 3:
         missing = [*missing[:2], f"and {len(missing) - 2} more like them"]
-    return "unverified", "; ".join(missing) or "no independent check applies (not profiled, no counter or other case "\
-        "measures this quantity)"
+    return "unverified", "; ".join(
+        missing
+    ) or "no independent check applies (not profiled, no counter or other case measures this quantity)"
 
 
 def applies(kernel_params: str, point: str) -> bool:
     """Whether a kernel (by its compile-time parameters) is the one a run point launched."""
-    kernel, at = json.loads(kernel_params or "{}"), json.loads(point or "{}")
+    kernel, at = parse_params(kernel_params), parse_params(point)
     return all(at.get(k) == v for k, v in kernel.items())
 
 
@@ -80,19 +80,36 @@ def sass_check(figure: Figure, case: Case, sass_checks: pd.DataFrame) -> list[Ch
         bad = rows[rows["verdict"] == "disagree"]
         if bad.empty:
             claims = sorted({f"{r.opcode} {r.expect}" for r in rows.itertuples()})
-            out.append(Check(f"sass {scope}", "agree", f"{len(rows)} claims hold: {', '.join(claims[:4])}"
-                             + (" ..." if len(claims) > 4 else "")))  # fmt: skip
+            out.append(
+                Check(
+                    f"sass {scope}",
+                    "agree",
+                    f"{len(rows)} claims hold: {', '.join(claims[:4])}" + (" ..." if len(claims) > 4 else ""),
+                )
+            )
             continue
         first = bad.iloc[0]
-        detail = (f"{first['kernel']}: {first['count']} {first['opcode']} per pass of the timed loop, claimed "
-                  f"{first['expect']}" if scope == "timed loop" else
-                  f"{first['kernel']}: {first['count']} {first['opcode']}, claimed {first['expect']}")  # fmt: skip
+        detail = (
+            f"{first['kernel']}: {first['count']} {first['opcode']} per pass of the timed loop, claimed "
+            f"{first['expect']}"
+            if scope == "timed loop"
+            else f"{first['kernel']}: {first['count']} {first['opcode']}, claimed {first['expect']}"
+        )
         explained = "" if scope == "timed loop" else case.explain.get("sass", "")
-        out.append(Check(f"sass {scope}", "disagree", detail + (f" ({len(bad)} claims fail)" if len(bad) > 1 else ""),
-                         explained=explained))  # fmt: skip
+        out.append(
+            Check(
+                f"sass {scope}",
+                "disagree",
+                detail + (f" ({len(bad)} claims fail)" if len(bad) > 1 else ""),
+                explained=explained,
+            )
+        )
     if loop.empty:
-        out.append(Check("sass timed loop", "n/a", case.explain.get("sass", "the case claims nothing per pass of its "
-                                                                            "timed loop")))  # fmt: skip
+        out.append(
+            Check(
+                "sass timed loop", "n/a", case.explain.get("sass", "the case claims nothing per pass of its timed loop")
+            )
+        )
     return out
 
 
@@ -117,8 +134,11 @@ def crossval_checks(figure: Figure, case: Case, crossval: pd.DataFrame, plateau:
     own = [p for p in figure.points if p in set(profiled["params"])]
     near = next((p for p in plateau if p in set(profiled["params"])), None)
     rows = mine[mine["params"].isin(figure.points)] if own or near is None else profiled[profiled["params"] == near]
-    out = [] if own or near is None else [Check("counters", "n/a", f"checked at {point_text(near)}, on the plateau "
-                                                                   "of the peak")]  # fmt: skip
+    out = (
+        []
+        if own or near is None
+        else [Check("counters", "n/a", f"checked at {point_text(near)}, on the plateau of the peak")]
+    )
     for r in rows.itertuples():
         kind = kind_of(r.check)
         if kind == "profile":
@@ -126,11 +146,19 @@ def crossval_checks(figure: Figure, case: Case, crossval: pd.DataFrame, plateau:
         if kind not in INDEPENDENT:
             continue
         verdict = {"agree": "agree", "disagree": "disagree"}.get(r.verdict, "n/a")
-        explained = case.explain.get(kind, "") or (case.explain.get("instructions", "") if kind in ("pipe", "cpi")
-                                                    else "")  # fmt: skip
+        explained = case.explain.get(kind, "") or (
+            case.explain.get("instructions", "") if kind in ("pipe", "cpi") else ""
+        )
         detail = r.check if verdict == "n/a" else f"{r.check}: {_num(r.clock64_value)} vs {_num(r.counter_value)}"
-        out.append(Check(kind, verdict, detail if verdict != "n/a" else f"{detail} ({r.note})", independent=True,
-                         explained=explained if verdict == "disagree" else ""))  # fmt: skip
+        out.append(
+            Check(
+                kind,
+                verdict,
+                detail if verdict != "n/a" else f"{detail} ({r.note})",
+                independent=True,
+                explained=explained if verdict == "disagree" else "",
+            )
+        )
     return out or [Check("counters", "n/a", "no counter check at this point", independent=True)]
 
 
@@ -184,7 +212,7 @@ def on_plateau(figure: Figure, pts: list[Point]) -> list[str]:
 
 
 def _neighbour(at: dict[str, int], axis: str, value: int) -> str:
-    return json.dumps(at | {axis: value}, sort_keys=True, separators=(",", ":"))
+    return canonical_params(at | {axis: value})
 
 
 def plateau_check(figure: Figure, case: Case, pts: list[Point], peak: tuple[float, str] | None) -> list[Check]:
@@ -197,10 +225,10 @@ def plateau_check(figure: Figure, case: Case, pts: list[Point], peak: tuple[floa
     if peak and figure.value >= (1 - BOUND_TOLERANCE) * peak[0]:
         return [Check("plateau", "agree", f"at the {peak[1]}")]
     values = {p.params: p.value for p in pts}
-    plateau = [json.loads(p) for p in on_plateau(figure, pts)]
-    at, seen, rising = json.loads(figure.params), [], []
+    plateau = [parse_params(p) for p in on_plateau(figure, pts)]
+    at, seen, rising = parse_params(figure.params), [], []
     for axis in (a for a in case.saturate if a in at):
-        axis_values = sorted({json.loads(p)[axis] for p in values if axis in json.loads(p)})
+        axis_values = sorted({parse_params(p)[axis] for p in values if axis in parse_params(p)})
         if len(axis_values) < 2:
             continue
         levelled = ""
@@ -228,14 +256,18 @@ def plateau_check(figure: Figure, case: Case, pts: list[Point], peak: tuple[floa
     return [Check("plateau", "agree", f"levelled: {'; '.join(seen)}")]
 
 
-def point_checks(figure: Figure, case: Case, frames: dict[str, pd.DataFrame], arch: str, gpu: str,
-                 pts: list[Point]) -> list[Check]:  # fmt: skip
+def point_checks(
+    figure: Figure, case: Case, frames: dict[str, pd.DataFrame], arch: str, gpu: str, pts: list[Point]
+) -> list[Check]:
     """The checks a figure's own category can make: SASS, counters (at its point, else at a profiled point of the
     plateau it stands on), bounds and plateau."""
     peak = limit(figure, case, arch, gpu)
-    return (sass_check(figure, case, frames.get("sass_checks", pd.DataFrame()))
-            + crossval_checks(figure, case, frames.get("crossval", pd.DataFrame()), on_plateau(figure, pts))
-            + bound_check(figure, peak) + plateau_check(figure, case, pts, peak))  # fmt: skip
+    return (
+        sass_check(figure, case, frames.get("sass_checks", pd.DataFrame()))
+        + crossval_checks(figure, case, frames.get("crossval", pd.DataFrame()), on_plateau(figure, pts))
+        + bound_check(figure, peak)
+        + plateau_check(figure, case, pts, peak)
+    )
 
 
 def reference_checks(figure: Figure, case: Case, known: dict[str, list[Figure]]) -> list[Check]:
@@ -259,13 +291,21 @@ def reference_checks(figure: Figure, case: Case, known: dict[str, list[Figure]])
         category, other = case.refer(same["case"]).split("/")
         theirs = figure_for(known.get(category, []), other, same["metric"], figure.params)
         if theirs is None:
-            out.append(Check("same work", "n/a", f"{same['case']} {same['metric']} not measured here",
-                             independent=True))
+            out.append(
+                Check("same work", "n/a", f"{same['case']} {same['metric']} not measured here", independent=True)
+            )
             continue
         tol = same.get("tolerance", SAME_WORK)
         off = figure.value / theirs.value - 1 if theirs.value else math.inf
         verdict = "agree" if abs(off) <= tol else "disagree"
-        out.append(Check("same work", verdict, f"{figure.value:.4g} vs {same['case']} {theirs.value:.4g} {theirs.unit} "
-                                               f"({off:+.1%}, tolerance {tol:.0%})", independent=True,
-                         explained=case.explain.get("same_work", "") if verdict == "disagree" else ""))  # fmt: skip
+        out.append(
+            Check(
+                "same work",
+                verdict,
+                f"{figure.value:.4g} vs {same['case']} {theirs.value:.4g} {theirs.unit} "
+                f"({off:+.1%}, tolerance {tol:.0%})",
+                independent=True,
+                explained=case.explain.get("same_work", "") if verdict == "disagree" else "",
+            )
+        )
     return out

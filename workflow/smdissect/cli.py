@@ -9,11 +9,11 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from . import __version__, build, catalog, controlcodes, device, pipeline, run, slots, tables
+from . import __version__, archs, build, catalog, controlcodes, device, pipeline, run, slots, tables
 from .errors import SmdissectError, exit_on_error
 
 # Builds and SASS dumps yield the cores to the GPU jobs that run beside them: a GPU job's host thread spins
@@ -60,14 +60,24 @@ def cmd_build(args: argparse.Namespace) -> None:
     targets = catalog.family_settings(source.parent.parent, source.parent.name, source.stem).get("patched")
     if targets:  # the family runs patched cubins: make them beside the binary, from their own source
         controlcodes.prepare(source.parent / targets, binary, args.arch, args.nvcc, Path(args.include), flags)
+    else:  # the build rule's cubins folder, empty: the family runs none
+        Path(str(binary) + controlcodes.CUBIN_DIR).mkdir(exist_ok=True)
     build.write_listing(binary, Path(args.listing))
 
 
 def cmd_sass(args: argparse.Namespace) -> None:
     """Opcode counts and SASS checks of a built family."""
     os.nice(CPU_STAGE_NICENESS)
-    pipeline.sass_tables(Path(args.binary), Path(args.listing), _family(args), args.arch, args.cuda,
-                         Path(args.out_sass), Path(args.out_checks), Path(args.out_controls))  # fmt: skip
+    pipeline.sass_tables(
+        Path(args.binary),
+        Path(args.listing),
+        _family(args),
+        args.arch,
+        args.cuda,
+        Path(args.out_sass),
+        Path(args.out_checks),
+        Path(args.out_controls),
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> None:
@@ -76,8 +86,9 @@ def cmd_run(args: argparse.Namespace) -> None:
     cases = _family(args)
     with _device(args.device) as index:  # the GPU phase; tables are written after the GPU is free again
         gpu = pipeline.gpu_here(index)
-        raw, status = run.measure(Path(args.binary), cases, gpu, args.arch, args.cuda, args.repeats, timeout,
-                                  pipeline.ROOT)  # fmt: skip
+        raw, status = run.measure(
+            Path(args.binary), cases, gpu, args.arch, args.cuda, args.repeats, timeout, pipeline.ROOT
+        )
     tables.write("raw", raw, Path(args.out))
     tables.write("status", status, Path(args.out_status))
 
@@ -104,35 +115,58 @@ def cmd_profile(args: argparse.Namespace) -> None:
     """Profile a family under ncu into a .ncu-rep and its provenance JSON."""
     with _device(args.device) as index:
         gpu = pipeline.gpu_here(index)
-        pipeline.profile(Path(args.binary), _family(args), gpu, args.arch, args.cuda, args.ncu, args.ncu_version,
-                         Path(args.report), Path(args.meta), Path(args.kernels))  # fmt: skip
+        pipeline.profile(
+            Path(args.binary),
+            _family(args),
+            gpu,
+            args.arch,
+            args.cuda,
+            args.ncu,
+            args.ncu_version,
+            Path(args.report),
+            Path(args.meta),
+            Path(args.kernels),
+        )
 
 
 def cmd_parse(args: argparse.Namespace) -> None:
     """Turn a .ncu-rep into the ncu, stalls and pipes tables."""
-    pipeline.parse_report(Path(args.report), Path(args.meta), Path(args.out_ncu), Path(args.out_stalls),
-                          Path(args.out_pipes))  # fmt: skip
+    pipeline.parse_report(
+        Path(args.report), Path(args.meta), Path(args.out_ncu), Path(args.out_stalls), Path(args.out_pipes)
+    )
+
+
+def _tables(args: argparse.Namespace) -> dict[str, list[Path]]:
+    """The files of each table kind the stage reads (READS), from its --<kind> options."""
+    return {kind: [Path(p) for p in getattr(args, kind)] for kind in args.reads}
 
 
 def cmd_crossval(args: argparse.Namespace) -> None:
     """Cross-validate a category's clock64 results against its counters and SASS."""
-    paths = {k: [Path(p) for p in getattr(args, k)] for k in ("raw", "ncu", "stalls", "sass_checks", "listings")}
-    pipeline.crossval_table(Path(args.kernels), args.category, paths["raw"], paths["ncu"], paths["stalls"],
-                            paths["sass_checks"], paths["listings"], Path(args.out))  # fmt: skip
+    paths = _tables(args)
+    pipeline.crossval_table(
+        Path(args.kernels),
+        args.category,
+        paths["raw"],
+        paths["ncu"],
+        paths["stalls"],
+        paths["sass_checks"],
+        [Path(p) for p in args.listings],
+        Path(args.out),
+    )
 
 
 def cmd_figures(args: argparse.Namespace) -> None:
     """Compute a category's reported figures and judge each one."""
-    kinds = ("raw", "crossval", "sass_checks", "controlcodes")
-    inputs = {k: [Path(p) for p in getattr(args, k)] for k in kinds}
-    pipeline.figures_table(Path(args.kernels), args.category, inputs, [Path(p) for p in args.refs], Path(args.out))
+    refs = [Path(p) for p in args.refs]
+    pipeline.figures_table(Path(args.kernels), args.category, _tables(args), refs, Path(args.out))
 
 
 def cmd_headlines(args: argparse.Namespace) -> None:
     """Print the headline figures of a run's figures tables as the README's table, or write it into --readme."""
     from . import headlines
 
-    figures = tables.read("figures", sorted(Path(args.tables).rglob("figures.parquet")))
+    figures = tables.read("figures", tables.find("figures", Path(args.tables)))
     block = headlines.markdown(headlines.table(figures, pipeline.reference(Path(args.kernels))), figures)
     if args.readme:
         headlines.update(Path(args.readme), block)
@@ -142,17 +176,30 @@ def cmd_headlines(args: argparse.Namespace) -> None:
 
 def cmd_report(args: argparse.Namespace) -> None:
     """Write a category's HTML page."""
-    kinds = ("raw", "status", "ncu", "stalls", "pipes", "crossval", "figures", "sass", "sass_checks", "controlcodes")
-    inputs = {k: [Path(p) for p in getattr(args, k)] for k in kinds}
-    pipeline.report_page(Path(args.kernels), args.category, inputs, json.loads(args.skipped), Path(args.out),
-                         json.loads(args.provenance), args.categories or [args.category])  # fmt: skip
+    pipeline.report_page(
+        Path(args.kernels),
+        args.category,
+        _tables(args),
+        json.loads(args.skipped),
+        Path(args.out),
+        json.loads(args.provenance),
+        args.categories or [args.category],
+    )
 
 
 def cmd_index(args: argparse.Namespace) -> None:
     """Write the index page of one GPU's reports."""
-    inputs = {k: [Path(p) for p in getattr(args, k)] for k in ("raw", "status", "figures")}
-    pipeline.index_page(Path(args.kernels), args.gpu, args.categories, inputs, args.archs, args.run_arch or None,
-                        json.loads(args.skipped), json.loads(args.provenance), Path(args.out))  # fmt: skip
+    pipeline.index_page(
+        Path(args.kernels),
+        args.gpu,
+        args.categories,
+        _tables(args),
+        args.archs,
+        args.run_arch or None,
+        json.loads(args.skipped),
+        json.loads(args.provenance),
+        Path(args.out),
+    )
 
 
 def cmd_gpus(args: argparse.Namespace) -> None:
@@ -172,7 +219,33 @@ def cmd_paper_map(args: argparse.Namespace) -> None:
     files.write_text(Path(args.out), paper.markdown(Path(args.kernels)))
 
 
-# Every option's help: by name, or by "<stage>.<name>" where a stage means something else by it.
+def cmd_archs(args: argparse.Namespace) -> None:
+    """Print the planned points each arch can run and the static ones with why, or write it into --readme."""
+    from . import coverage, files
+
+    cases = catalog.load_all(Path(args.kernels), catalog.categories(Path(args.kernels)))
+    block = coverage.arch_markdown(coverage.arch_plan(cases, args.archs))
+    if args.readme:
+        files.replace_block(Path(args.readme), "archs", block)
+    else:
+        print(block)
+
+
+def cmd_features(args: argparse.Namespace) -> None:
+    """Write the kernels' arch feature tests (kernels/common/features.cuh) from the arch table (archs.FEATURES)."""
+    from . import files
+
+    files.write_text(Path(args.out), archs.features_header())
+
+
+# The tables each stage reads: one --<kind> option each, named as the registry (tables.TABLES) names the kind.
+READS: dict[Callable[[argparse.Namespace], None], tuple[str, ...]] = {
+    cmd_crossval: ("raw", "ncu", "stalls", "sass_checks"),
+    cmd_figures: ("raw", "crossval", "sass_checks", "controlcodes"),
+    cmd_report: tuple(tables.TABLES),
+    cmd_index: ("raw", "status", "figures"),
+}
+# Every other option's help: by name, or by "<stage>.<name>" where a stage means something else by it.
 HELP = {
     "a": "a result folder holding figures.parquet tables (results/<gpu>/ or reports/<gpu>/tables/)",
     "b": "what --a is set against: paper (the seed paper's sm_120 figures; the default) or a second result folder",
@@ -184,13 +257,10 @@ HELP = {
     "binary": "the family's benchmark binary",
     "build.binary": "where to write the family's benchmark binary",
     "category": "the category: a folder of --kernels holding a cases.yaml",
-    "controlcodes": "SASS control-code tables (controlcodes.parquet), any number",
-    "crossval": "cross-validation tables (crossval.parquet), any number",
     "cuda": "the CUDA toolkit version the binary was built with (recorded as provenance)",
     "device": "the CUDA index of the GPU to use, or any (a free GPU of device 0's model)",
     "exec.device": "the CUDA index of the GPU to use",
     "family": "the case family: its source file's name without the extension",
-    "figures": "figures tables (figures.parquet), any number",
     "flags": "nvcc flags as one string (--flags='-O3 -lineinfo')",
     "folders": "the result folders, one per GPU (results/<gpu>/)",
     "gpu": "the name of the GPU's result folder (h200, static, ...)",
@@ -201,7 +271,6 @@ HELP = {
     "listings": "kernel listings (the .json beside each binary), any number",
     "meta": "the profile's provenance JSON",
     "profile.meta": "where to write the profile's provenance JSON",
-    "ncu": "ncu metric tables (ncu.parquet), any number",
     "profile.ncu": "the Nsight Compute executable",
     "ncu_version": "ncu's version line, recorded as provenance (default: asked from --ncu)",
     "nvcc": "the nvcc executable",
@@ -214,21 +283,15 @@ HELP = {
     "out_sass": "where to write the opcode counts (sass.parquet)",
     "out_stalls": "where to write the stall reasons (stalls.parquet)",
     "out_status": "where to write each planned point's status (status.parquet)",
-    "pipes": "pipe count tables (pipes.parquet), any number",
     "provenance": "the run's provenance as a JSON object (GPU, driver, commit, ...)",
-    "raw": "timing sample tables (raw.parquet), any number",
     "readme": "a README whose headlines block to rewrite (default: print the table)",
     "refs": "raw tables of the other categories this one's checks refer to, any number",
     "repeats": "samples per point",
     "report": "the Nsight Compute report to read (.ncu-rep)",
     "profile.report": "where to write the Nsight Compute report (.ncu-rep)",
     "run_arch": "the arch of the GPU the run measured (empty without one)",
-    "sass": "opcode count tables (sass.parquet), any number",
-    "sass_checks": "SASS check tables (sass_checks.parquet), any number",
     "skipped": "the stages the plan skipped, each with why, as a JSON object",
     "source": "the family's source (.cu)",
-    "stalls": "stall reason tables (stalls.parquet), any number",
-    "status": "point status tables (status.parquet), any number",
     "tables": "a folder whose figures.parquet tables to read, searched recursively (reports/h200/tables)",
 }
 
@@ -241,37 +304,89 @@ def parser() -> argparse.ArgumentParser:
     many = {"nargs": "*", "default": []}
     spec = {
         cmd_build: ["source", "binary", "listing", "arch", "include", "nvcc", "flags"],
-        cmd_sass: ["binary", "listing", "arch", "cuda", "out_sass", "out_checks", "out_controls", "kernels", "category",
-                   "family"],
-        cmd_run: ["binary", "arch", "cuda", "out", "out_status", "kernels", "category", "family",
-                  ("repeats", {"type": int}), ("device", {"type": _device_arg})],
+        cmd_sass: [
+            "binary",
+            "listing",
+            "arch",
+            "cuda",
+            "out_sass",
+            "out_checks",
+            "out_controls",
+            "kernels",
+            "category",
+            "family",
+        ],
+        cmd_run: [
+            "binary",
+            "arch",
+            "cuda",
+            "out",
+            "out_status",
+            "kernels",
+            "category",
+            "family",
+            ("repeats", {"type": int}),
+            ("device", {"type": _device_arg}),
+        ],
         cmd_exec: ["binary", "kernels", "category", "family", "arch", ("device", {"type": int})],
-        cmd_profile: ["binary", "arch", "cuda", "ncu", ("ncu_version", {"default": ""}), "report", "meta", "kernels",
-                      "category", "family", ("device", {"type": _device_arg})],
+        cmd_profile: [
+            "binary",
+            "arch",
+            "cuda",
+            "ncu",
+            ("ncu_version", {"default": ""}),
+            "report",
+            "meta",
+            "kernels",
+            "category",
+            "family",
+            ("device", {"type": _device_arg}),
+        ],
         cmd_parse: ["report", "meta", "out_ncu", "out_stalls", "out_pipes"],
-        cmd_crossval: ["kernels", "category", "out", *((k, many) for k in ("raw", "ncu", "stalls", "sass_checks",
-                                                                            "listings"))],
-        cmd_figures: ["kernels", "category", "out", *((k, many) for k in ("raw", "crossval", "sass_checks",
-                                                                           "controlcodes", "refs"))],
+        cmd_crossval: ["kernels", "category", "out", ("listings", many)],
+        cmd_figures: ["kernels", "category", "out", ("refs", many)],
         cmd_headlines: ["tables", ("readme", {"default": ""}), ("kernels", {"default": "kernels"})],
-        cmd_report: ["kernels", "category", "out", "skipped", "provenance",
-                     *((k, many) for k in ("raw", "status", "ncu", "stalls", "pipes", "crossval", "figures", "sass",
-                                                  "sass_checks", "controlcodes", "categories"))],
-        cmd_index: ["kernels", "gpu", "out", "skipped", "provenance", ("run_arch", {"default": ""}),
-                    *((k, many) for k in ("categories", "archs", "raw", "status", "figures"))],
+        cmd_report: ["kernels", "category", "out", "skipped", "provenance", ("categories", many)],
+        cmd_index: [
+            "kernels",
+            "gpu",
+            "out",
+            "skipped",
+            "provenance",
+            ("run_arch", {"default": ""}),
+            *((k, many) for k in ("categories", "archs")),
+        ],
         cmd_gpus: ["out", ("folders", many)],
-        cmd_compare: ["a", ("b", {"default": "paper"}), "out", ("kernels", {"default": "kernels"}),
-                      ("categories", many)],
+        cmd_compare: [
+            "a",
+            ("b", {"default": "paper"}),
+            "out",
+            ("kernels", {"default": "kernels"}),
+            ("categories", many),
+        ],
         cmd_paper_map: ["out", ("kernels", {"default": "kernels"})],
-    }  # fmt: skip
+        cmd_features: [("out", {"default": archs.FEATURES_HEADER})],
+        cmd_archs: [
+            ("archs", {"nargs": "+", "default": list(archs.README_ARCHS)}),
+            ("readme", {"default": ""}),
+            ("kernels", {"default": "kernels"}),
+        ],
+    }
     for func, options in spec.items():
         stage = func.__name__.removeprefix("cmd_")
         p = sub.add_parser(stage, help=func.__doc__, description=func.__doc__)
-        p.set_defaults(func=func)
+        p.set_defaults(func=func, reads=READS.get(func, ()))
         for opt in options:
             name, kw = (opt, {}) if isinstance(opt, str) else opt
-            p.add_argument(f"--{name.replace('_', '-')}", dest=name, required=not {"nargs", "default"} & set(kw),
-                           help=HELP.get(f"{stage}.{name}") or HELP.get(name), **kw)  # fmt: skip
+            p.add_argument(
+                f"--{name.replace('_', '-')}",
+                dest=name,
+                required=not {"nargs", "default"} & set(kw),
+                help=HELP.get(f"{stage}.{name}") or HELP.get(name),
+                **kw,
+            )
+        for kind in READS.get(func, ()):
+            p.add_argument(f"--{kind.replace('_', '-')}", dest=kind, help=tables.TABLES[kind].help, **many)
     return top
 
 

@@ -14,13 +14,27 @@ from .errors import SmdissectError
 KEYS = ["category", "figure"]
 PAPER = "paper"  # the result-set name of the seed paper's figures
 RELATIVE_FLOOR = 0.02  # a difference is flagged only beyond both sets' spreads and this share of the reference
-COLUMNS = ["category", "figure", "case", "metric", "unit", "params", "kind", "value", "spread", "status", "reason",
-           "paper", "gpu", "arch"]  # fmt: skip
+COLUMNS = [
+    "category",
+    "figure",
+    "case",
+    "metric",
+    "unit",
+    "params",
+    "kind",
+    "value",
+    "spread",
+    "status",
+    "reason",
+    "paper",
+    "gpu",
+    "arch",
+]
 
 
 def figures_in(folder: Path) -> pd.DataFrame:
     """Every figure under `folder` (results/<gpu>/ or a committed reports/<gpu>/tables/), with every column."""
-    paths = sorted(folder.rglob("figures.parquet"))
+    paths = tables.find("figures", folder)
     if not paths:
         raise SmdissectError(f"{folder} holds no figures.parquet: run `snakemake --cores all tables` for that GPU")
     return tables.read("figures", paths)
@@ -38,13 +52,20 @@ def instructions(figures: pd.DataFrame, cases: list[catalog.Case]) -> pd.DataFra
         mine = figures[(figures["case"] == case.id) & (figures["category"] == case.category)]
         lat = mine[(mine["metric"] == "latency") & (mine["kind"] == "point")]
         thr = mine[(mine["metric"] == "throughput") & (mine["kind"] == "peak")]
-        rows.append({"category": case.category, "case": case.id, "ptx": case.ptx, "pipe": case.pipe or "",
-                     "latency (cycle)": lat["value"].iloc[0] if len(lat) else math.nan,
-                     "spread": lat["spread"].iloc[0] if len(lat) else math.nan,
-                     "latency status": lat["status"].iloc[0] if len(lat) else "",
-                     "peak (warp_inst/cycle/SM)": thr["value"].iloc[0] if len(thr) else math.nan,
-                     "at": tables.point_text(thr["params"].iloc[0]) if len(thr) else "",
-                     "peak status": thr["status"].iloc[0] if len(thr) else ""})  # fmt: skip
+        rows.append(
+            {
+                "category": case.category,
+                "case": case.id,
+                "ptx": case.ptx,
+                "pipe": case.pipe or "",
+                "latency (cycle)": lat["value"].iloc[0] if len(lat) else math.nan,
+                "spread": lat["spread"].iloc[0] if len(lat) else math.nan,
+                "latency status": lat["status"].iloc[0] if len(lat) else "",
+                "peak (warp_inst/cycle/SM)": thr["value"].iloc[0] if len(thr) else math.nan,
+                "at": tables.point_text(thr["params"].iloc[0]) if len(thr) else "",
+                "peak status": thr["status"].iloc[0] if len(thr) else "",
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -57,9 +78,22 @@ def diff(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     noise = both[["spread_a", "spread_b"]].max(axis=1).fillna(0)
     beyond = (both["difference"].abs() > noise) & ((both["ratio"] - 1).abs() > RELATIVE_FLOOR)
     both["flagged"] = beyond.fillna(False) & both["difference"].notna()
-    both["only_in"] = ["b" if pd.isna(x) else "a" if pd.isna(y) else ""
-                       for x, y in zip(both["value_a"], both["value_b"], strict=True)]  # fmt: skip
+    both["only_in"] = [
+        "b" if pd.isna(x) else "a" if pd.isna(y) else "" for x, y in zip(both["value_a"], both["value_b"], strict=True)
+    ]
     both["unit"] = both["unit_a"].fillna(both["unit_b"])
-    cols = [*KEYS, "unit", "value_a", "spread_a", "status_a", "value_b", "spread_b", "status_b", "difference", "ratio",
-            "flagged", "only_in"]  # fmt: skip
+    cols = [
+        *KEYS,
+        "unit",
+        "value_a",
+        "spread_a",
+        "status_a",
+        "value_b",
+        "spread_b",
+        "status_b",
+        "difference",
+        "ratio",
+        "flagged",
+        "only_in",
+    ]
     return both[cols].sort_values(["flagged", *KEYS], ascending=[False, True, True], ignore_index=True)

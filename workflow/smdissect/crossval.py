@@ -12,7 +12,7 @@ import pandas as pd
 from .archs import SCHEDULERS
 from .catalog import Case
 from .ncu import pipe_metric
-from .tables import canonical_params
+from .tables import canonical_params, parse_params
 
 # What a disagreement of each check means, shown beside every 'disagree' the case does not explain itself.
 WHY = {
@@ -76,31 +76,65 @@ def checks_for_point(
     case: Case, params: str, raw: pd.DataFrame, ncu: pd.DataFrame, stalls: pd.DataFrame, ops: dict[str, int]
 ) -> Iterator[dict[str, Any]]:
     """Every GPU check of one (case, params) point."""
-    point = json.loads(params)
+    point = parse_params(params)
     warps = point.get("warps", 1)
     iterations = int(raw.iterations.iloc[0])
     clock64_cycles = float(raw.cycles.median())
     expected = ops["long"] * iterations * warps  # warp-level instructions of the chain in the long kernel
-    yield _row(case, params, "cycles: clock64 span vs sm__cycles_active.max", "cycles",
-               clock64_cycles, _metric(ncu, "long", "sm__cycles_active.max"))  # fmt: skip
+    yield _row(
+        case,
+        params,
+        "cycles: clock64 span vs sm__cycles_active.max",
+        "cycles",
+        clock64_cycles,
+        _metric(ncu, "long", "sm__cycles_active.max"),
+    )
     if case.pipe:
-        yield _row(case, params, f"instructions: chain vs {pipe_metric(case.pipe)}", "pipe",
-                   float(expected), _pipe_count(ncu, case.pipe))  # fmt: skip
-    yield _row(case, params, "instructions: chain vs smsp__inst_executed.sum", "instructions",
-               float(expected), _metric(ncu, "long", "smsp__inst_executed.sum"))  # fmt: skip
-    cpi_note = "" if warps <= SCHEDULERS else (
-        f"{warps} warps share {SCHEDULERS} schedulers and finish at different times, so the CTA's clock64 span "
-        "exceeds the average warp's active time that ncu divides by"
-    )  # fmt: skip
-    yield _row(case, params, "CPI: clock64 vs smsp__average_warp_latency_per_inst_issued", "cpi",
-               clock64_cycles * warps / expected if not cpi_note else float("nan"),
-               _metric(ncu, "long", "smsp__average_warp_latency_per_inst_issued.ratio"), cpi_note)  # fmt: skip
+        yield _row(
+            case,
+            params,
+            f"instructions: chain vs {pipe_metric(case.pipe)}",
+            "pipe",
+            float(expected),
+            _pipe_count(ncu, case.pipe),
+        )
+    yield _row(
+        case,
+        params,
+        "instructions: chain vs smsp__inst_executed.sum",
+        "instructions",
+        float(expected),
+        _metric(ncu, "long", "smsp__inst_executed.sum"),
+    )
+    cpi_note = (
+        ""
+        if warps <= SCHEDULERS
+        else (
+            f"{warps} warps share {SCHEDULERS} schedulers and finish at different times, so the CTA's clock64 span "
+            "exceeds the average warp's active time that ncu divides by"
+        )
+    )
+    yield _row(
+        case,
+        params,
+        "CPI: clock64 vs smsp__average_warp_latency_per_inst_issued",
+        "cpi",
+        clock64_cycles * warps / expected if not cpi_note else float("nan"),
+        _metric(ncu, "long", "smsp__average_warp_latency_per_inst_issued.ratio"),
+        cpi_note,
+    )
     latency = raw[raw.metric == "latency"]
     if len(latency):
         extra = (ops["long"] - ops["short"]) * iterations
         slope = (_metric(ncu, "long", "sm__cycles_active.max") - _metric(ncu, "short", "sm__cycles_active.max")) / extra
-        yield _row(case, params, "latency: clock64 slope vs sm__cycles_active slope", "slope",
-                   float(latency.value.median()), slope)  # fmt: skip
+        yield _row(
+            case,
+            params,
+            "latency: clock64 slope vs sm__cycles_active slope",
+            "slope",
+            float(latency.value.median()),
+            slope,
+        )
     yield _stall_row(case, params, stalls[stalls.variant == "long"], _stall_scope(point))
 
 
@@ -109,8 +143,14 @@ def expect_rows(case: Case, params: str, raw: pd.DataFrame, ncu: pd.DataFrame) -
     claims = raw.drop_duplicates(["variant", "expect"])
     for variant, expect in zip(claims.variant, claims.expect, strict=True):
         for metric, value in sorted(json.loads(expect or "{}").items()):
-            yield _row(case, params, f"counter {variant}: claimed vs {metric}", "counter", float(value),
-                       _metric(ncu, variant, metric))  # fmt: skip
+            yield _row(
+                case,
+                params,
+                f"counter {variant}: claimed vs {metric}",
+                "counter",
+                float(value),
+                _metric(ncu, variant, metric),
+            )
 
 
 def _stall_scope(point: dict[str, int]) -> str:
@@ -122,8 +162,14 @@ def _stall_row(case: Case, params: str, stalls: pd.DataFrame, only: str) -> dict
     """The dominant stall reason of one launch against the case's claim; `only` names where the claim holds."""
     long = stalls.sort_values("value", ascending=False)
     top = f"{long.reason.iloc[0]} ({long.share.iloc[0]:.0%})" if len(long) else "none"
-    base = {"case": case.id, "params": params, "check": f"stall: dominant reason is {case.stall}",
-            "clock64_value": float("nan"), "tolerance": float("nan"), "rel_err": float("nan")}  # fmt: skip
+    base = {
+        "case": case.id,
+        "params": params,
+        "check": f"stall: dominant reason is {case.stall}",
+        "clock64_value": float("nan"),
+        "tolerance": float("nan"),
+        "rel_err": float("nan"),
+    }
     share = long.loc[long.reason == case.stall, "share"]
     base["counter_value"] = float(share.iloc[0]) if len(share) else float("nan")
     if not case.stall or only or not len(long):
@@ -141,9 +187,17 @@ def sass_rows(cases: dict[str, Case], sass_checks: pd.DataFrame) -> Iterator[dic
     for r in sass_checks.itertuples():
         ok = r.verdict == "agree"
         note = "" if ok else cases[r.case].explain.get("sass", WHY["sass"])
-        yield {"case": r.case, "params": r.params, "check": f"sass {r.variant}: {r.opcode} {r.expect}",
-               "clock64_value": float("nan"), "counter_value": float(r.count), "rel_err": float("nan"),
-               "tolerance": float("nan"), "verdict": r.verdict, "note": note}  # fmt: skip
+        yield {
+            "case": r.case,
+            "params": r.params,
+            "check": f"sass {r.variant}: {r.opcode} {r.expect}",
+            "clock64_value": float("nan"),
+            "counter_value": float(r.count),
+            "rel_err": float("nan"),
+            "tolerance": float("nan"),
+            "verdict": r.verdict,
+            "note": note,
+        }
 
 
 def crossval(
@@ -162,16 +216,24 @@ def crossval(
         point_ncu = ncu[(ncu.case == case_id) & (ncu.params == params)]
         point_stalls = stalls[(stalls.case == case_id) & (stalls.params == params)]
         if point_ncu.empty:
-            rows.append(_row(case, params, "profile: point profiled", "counter", float("nan"), float("nan"),
-                             "not profiled: the point is outside the case's profile_sweep, or its family is not "
-                             "profiled"))  # fmt: skip
+            rows.append(
+                _row(
+                    case,
+                    params,
+                    "profile: point profiled",
+                    "counter",
+                    float("nan"),
+                    float("nan"),
+                    "not profiled: the point is outside the case's profile_sweep, or its family is not profiled",
+                )
+            )
         elif case.kind == "chain":
-            kernel_key = canonical_params({k: v for k, v in json.loads(params).items() if k != "warps"})
+            kernel_key = canonical_params({k: v for k, v in parse_params(params).items() if k != "warps"})
             point_ops = {v: ops[(case_id, kernel_key, v)] for v in ("short", "long")}
             rows += checks_for_point(case, params, point_raw, point_ncu, point_stalls, point_ops)
         else:
             rows += expect_rows(case, params, point_raw, point_ncu)
             variant = next((v for v in point_raw.variant if v), "")
-            only = _stall_scope(json.loads(params)) if variant else "a record naming its variant"
+            only = _stall_scope(parse_params(params)) if variant else "a record naming its variant"
             rows.append(_stall_row(case, params, point_stalls[point_stalls.variant == variant], only))
     return rows

@@ -11,7 +11,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from .archs import ARCH_SPECIFIC  # re-exported: compute capabilities with an arch-specific ('a') target
+from .archs import ARCH_SPECIFIC, NCU_CHIPS
 from .errors import SmdissectError
 
 NVIDIA_PARAMS = Path("/proc/driver/nvidia/params")
@@ -47,9 +47,8 @@ class Gpu:
     @property
     def chip(self) -> str:
         """Nsight Compute's chip name for this compute capability (for `ncu --query-metrics --chip`)."""
-        chips = {(9, 0): "gh100", (10, 0): "gb100", (10, 3): "gb110", (12, 0): "gb202", (12, 1): "gb20b"}
         major, minor = self.compute_capability
-        return chips.get((major, minor), f"sm_{major}{minor}")
+        return NCU_CHIPS.get((major, minor), f"sm_{major}{minor}")
 
 
 def _cuda_uuid(raw: bytes) -> str:
@@ -111,8 +110,7 @@ def uuids_like(index: int = 0) -> list[str | None] | str:
     if index >= len(gpus):
         raise SmdissectError(f"device {index} requested but only {len(gpus)} GPU(s) visible: set device in config")
     model = gpus[index]
-    return [g.uuid if (g.name, g.compute_capability) == (model.name, model.compute_capability) else None
-            for g in gpus]  # fmt: skip
+    return [g.uuid if (g.name, g.compute_capability) == (model.name, model.compute_capability) else None for g in gpus]
 
 
 def nvml_driver() -> str | None:

@@ -12,9 +12,15 @@ F = TypeVar("F", bound=Callable[..., object])
 
 # What installs a module the package imports where its name is not its distribution's, and the pyproject extra
 # ("" for the main dependencies) that brings it.
-DISTRIBUTIONS = {"vl_convert": ("vl-convert-python", ""), "yaml": ("pyyaml", ""), "pynvml": ("nvidia-ml-py", ""),
-                 "cuda": ("cuda-bindings", ""), "ncu_report": ("ncu-report", ""), "torch": ("torch", "torch"),
-                 "cutlass_library": ("nvidia-cutlass", "gemm")}  # fmt: skip
+DISTRIBUTIONS = {
+    "vl_convert": ("vl-convert-python", ""),
+    "yaml": ("pyyaml", ""),
+    "pynvml": ("nvidia-ml-py", ""),
+    "cuda": ("cuda-bindings", ""),
+    "ncu_report": ("ncu-report", ""),
+    "torch": ("torch", "torch"),
+    "cutlass_library": ("nvidia-cutlass", "gemm"),
+}
 
 
 class SmdissectError(Exception):
@@ -26,8 +32,10 @@ def missing_module(name: str) -> str:
     top = name.split(".")[0]
     dist, extra = DISTRIBUTIONS.get(top, (top, ""))
     spec = f"'.[{extra}]'" if extra else "."
-    return (f"the Python module {top} ({dist}) is missing from {sys.executable}: run `{sys.executable} -m pip "
-            f"install -e {spec}` in the smdissect checkout")  # fmt: skip
+    return (
+        f"the Python module {top} ({dist}) is missing from {sys.executable}: run `{sys.executable} -m pip "
+        f"install -e {spec}` in the smdissect checkout"
+    )
 
 
 def exit_on_error(func: F) -> F:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from . import stats
 from .catalog import Case
 from .checks import Check, judge, point_checks, reference_checks
 from .tables import FIGURE_STATUSES, point_text
@@ -61,11 +62,9 @@ def points(raw: pd.DataFrame) -> dict[tuple[str, str], list[Point]]:
     """(case, metric) -> its points in sweep order, each with the median, spread and count of its samples."""
     if raw.empty:
         return {}
-    grouped = raw.groupby(["case", "metric", "params"], sort=False)["value"].agg(["median", "min", "max", "size"])
     out: dict[tuple[str, str], list[Point]] = {}
-    for (case, metric, params), r in grouped.iterrows():
-        out.setdefault((case, metric), []).append(Point(params, float(r["median"]), float(r["max"] - r["min"]),
-                                                        int(r["size"])))  # fmt: skip
+    for r in stats.summary(raw, ["case", "metric", "params"], sort=False).itertuples(index=False):
+        out.setdefault((r.case, r.metric), []).append(Point(r.params, float(r.value), float(r.spread), int(r.samples)))
     return out
 
 
@@ -91,28 +90,71 @@ def headline(case: Case, metric: str, unit: str, pts: list[Point], peaks: dict[s
     if how == "none":
         return []
     if how == "each":
-        return [Figure(kind="each", name=f"{case.id} {metric} at {point_text(p.params)}", value=p.value,
-                       spread=p.spread, samples=p.samples, derivation=_samples_text(p), params=p.params,
-                       points=(p.params,), **base) for p in pts]  # fmt: skip
+        return [
+            Figure(
+                kind="each",
+                name=f"{case.id} {metric} at {point_text(p.params)}",
+                value=p.value,
+                spread=p.spread,
+                samples=p.samples,
+                derivation=_samples_text(p),
+                params=p.params,
+                points=(p.params,),
+                **base,
+            )
+            for p in pts
+        ]
     if how == "point":
         p = pts[0]
         at = f" at {point_text(p.params)}" if len(pts) == 1 and p.params != "{}" else ""
-        return [Figure(kind="point", name=f"{case.id} {metric}", value=p.value, spread=p.spread, samples=p.samples,
-                       derivation=_samples_text(p) + at, params=p.params, points=(p.params,), **base)]  # fmt: skip
+        return [
+            Figure(
+                kind="point",
+                name=f"{case.id} {metric}",
+                value=p.value,
+                spread=p.spread,
+                samples=p.samples,
+                derivation=_samples_text(p) + at,
+                params=p.params,
+                points=(p.params,),
+                **base,
+            )
+        ]
     if how == "peak":
         p = peaks[metric]
-        return [Figure(kind="peak", name=f"{case.id} peak {metric}", value=p.value, spread=p.spread, samples=p.samples,
-                       derivation=f"best of {len(pts)} points, at {point_text(p.params)} ({_samples_text(p)})",
-                       params=p.params, points=(p.params,), **base)]  # fmt: skip
+        return [
+            Figure(
+                kind="peak",
+                name=f"{case.id} peak {metric}",
+                value=p.value,
+                spread=p.spread,
+                samples=p.samples,
+                derivation=f"best of {len(pts)} points, at {point_text(p.params)} ({_samples_text(p)})",
+                params=p.params,
+                points=(p.params,),
+                **base,
+            )
+        ]
     other = how["at"]
     if other not in peaks:
         return []
     p = next((q for q in pts if q.params == peaks[other].params), None)
     if p is None:
         return []
-    return [Figure(kind="peak", name=f"{case.id} {metric} at peak {other}", value=p.value, spread=p.spread,
-                   samples=p.samples, derivation=f"at the point of peak {other}: {point_text(p.params)} "
-                   f"({_samples_text(p)})", params=p.params, points=(p.params,), companion=other, **base)]  # fmt: skip
+    return [
+        Figure(
+            kind="peak",
+            name=f"{case.id} {metric} at peak {other}",
+            value=p.value,
+            spread=p.spread,
+            samples=p.samples,
+            derivation=f"at the point of peak {other}: {point_text(p.params)} ({_samples_text(p)})",
+            params=p.params,
+            points=(p.params,),
+            companion=other,
+            **base,
+        )
+    ]
 
 
 def case_figures(case: Case, raw: pd.DataFrame, by_point: dict[tuple[str, str], list[Point]]) -> list[Figure]:
@@ -158,8 +200,11 @@ def compute(
     for f in figures:  # a deriver's own paper id, method and checks stand; the generic ones join them
         case = by_id[f.case]
         f.method = f.method or case.method
-        f.checks = [*f.checks, *point_checks(f, case, frames, arch, gpu, by_point.get((f.case, f.metric), [])),
-                    *reference_checks(f, case, known)]  # fmt: skip
+        f.checks = [
+            *f.checks,
+            *point_checks(f, case, frames, arch, gpu, by_point.get((f.case, f.metric), [])),
+            *reference_checks(f, case, known),
+        ]
     inherit(figures)
     return figures
 
@@ -178,8 +223,9 @@ def stand_for_paper(figures: list[Figure], cases: dict[str, Case]) -> None:
 
 def inherit(figures: list[Figure]) -> None:
     """A derived figure is contradicted where a figure of its case at one of its points is: it stands on it."""
-    against = {id(f): judge(f.checks)[1] for f in figures if f.kind != "derived" and judge(f.checks)[0] ==
-               "contradicted"}  # fmt: skip
+    against = {
+        id(f): judge(f.checks)[1] for f in figures if f.kind != "derived" and judge(f.checks)[0] == "contradicted"
+    }
     for f in (f for f in figures if f.kind == "derived"):
         for g in figures:
             if id(g) in against and g.case == f.case and set(g.points) & set(f.points):
@@ -192,11 +238,26 @@ def rows(figures: list[Figure], provenance: dict[str, Any]) -> list[dict[str, An
     for f in figures:
         status, reason = judge(f.checks)
         assert status in FIGURE_STATUSES
-        out.append(provenance | {
-            "case": f.case, "params": f.params, "figure": f.name, "metric": f.metric, "unit": f.unit,
-            "kind": f.kind, "value": f.value, "spread": f.spread, "samples": f.samples, "derivation": f.derivation,
-            "points": json.dumps(list(f.points)), "method": f.method, "paper": f.paper, "resolution": f.resolution,
-            "status": status,
-            "reason": reason, "checks": "; ".join(c.text() for c in f.checks),
-        })  # fmt: skip
+        out.append(
+            provenance
+            | {
+                "case": f.case,
+                "params": f.params,
+                "figure": f.name,
+                "metric": f.metric,
+                "unit": f.unit,
+                "kind": f.kind,
+                "value": f.value,
+                "spread": f.spread,
+                "samples": f.samples,
+                "derivation": f.derivation,
+                "points": json.dumps(list(f.points)),
+                "method": f.method,
+                "paper": f.paper,
+                "resolution": f.resolution,
+                "status": status,
+                "reason": reason,
+                "checks": "; ".join(c.text() for c in f.checks),
+            }
+        )
     return out

@@ -4,12 +4,11 @@ table (never recomputed) with each figure's status and the paper's sm_120 figure
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 
 import pandas as pd
 
-from .errors import SmdissectError
+from . import files
 from .tables import point_text
 
 # (category, figure name in the figures table, what a reader calls it, whether the index's headline table shows it):
@@ -24,8 +23,12 @@ FINDINGS: tuple[tuple[str, str, str, bool], ...] = (
     ("pipelines", "iadd3 peak throughput", "IADD3 peak issue rate", False),
     ("memory", "chase L1 latency (random)", "L1 hit latency (pointer chase)", True),
     ("memory", "chase L2 latency (random)", "L2 hit latency (pointer chase)", True),
-    ("memory", "shared-memory latency, 32-bit LDS chase (lane l on element l, no conflict)",
-     "shared-memory latency (pure LDS chase)", True),
+    (
+        "memory",
+        "shared-memory latency, 32-bit LDS chase (lane l on element l, no conflict)",
+        "shared-memory latency (pure LDS chase)",
+        True,
+    ),
     ("memory", "dram_read peak bandwidth", "DRAM read bandwidth", True),
     ("memory", "l2_read peak bandwidth", "L2 read bandwidth", True),
     ("tensorcore", "mma_f16_f32 latency", "mma.sync f16 latency", True),
@@ -50,14 +53,17 @@ FINDINGS: tuple[tuple[str, str, str, bool], ...] = (
     ("gemm", "gemm_bf16 peak tflops_cublas", "cuBLAS bf16 GEMM", False),
     ("gemm", "gemm_bf16 CUTLASS over cuBLAS at their peaks", "CUTLASS over cuBLAS", False),
     ("attention", "torch_sdpa tflops at bh=132, dtype=0, head_dim=128, seqlen=1024", "PyTorch SDPA, head 128", False),
-    ("attention", "flash_tflops over torch_sdpa at bh=132, dtype=0, head_dim=128, seqlen=1024",
-     "this kernel over PyTorch SDPA, head 128", False),
+    (
+        "attention",
+        "flash_tflops over torch_sdpa at bh=132, dtype=0, head_dim=128, seqlen=1024",
+        "this kernel over PyTorch SDPA, head 128",
+        False,
+    ),
     ("attention", "tile_full softmax share at ctas_per_sm=2, head_dim=128", "softmax share of a tile", False),
     ("interconnect", "atomic_sys_latency latency in ns at gpu=0, mem=0", "system-scope atomic, local memory", False),
     ("interconnect", "peer_chase latency in ns at footprint_mb=1024, gpu=0, mem=0", "DRAM chase, own GPU", False),
 )
 HEADLINES = tuple(f for f in FINDINGS if f[3])
-START, END = "<!-- headlines: start -->", "<!-- headlines: end -->"
 
 
 def key_findings(category: str) -> tuple[tuple[str, str, str, bool], ...]:
@@ -65,8 +71,9 @@ def key_findings(category: str) -> tuple[tuple[str, str, str, bool], ...]:
     return tuple(f for f in FINDINGS if f[0] == category)
 
 
-def table(figures: pd.DataFrame, reference: pd.DataFrame,
-          entries: tuple[tuple[str, str, str, bool], ...] = HEADLINES) -> pd.DataFrame:  # fmt: skip
+def table(
+    figures: pd.DataFrame, reference: pd.DataFrame, entries: tuple[tuple[str, str, str, bool], ...] = HEADLINES
+) -> pd.DataFrame:
     """One row per entry (the headlines by default): the figure's value, unit, spread, status and reason, and the
     paper's sm_120 value where the figure stands for one (another GPU: an RTX PRO 5000)."""
     refs = reference.set_index("id")["value"].to_dict() if len(reference) else {}
@@ -74,42 +81,64 @@ def table(figures: pd.DataFrame, reference: pd.DataFrame,
     for category, name, label, _ in entries:
         hit = figures[(figures["category"] == category) & (figures["figure"] == name)]
         if hit.empty:
-            rows.append({"quantity": label, "category": category, "figure": name, "value": math.nan, "unit": "",
-                         "spread": math.nan, "resolution": math.nan, "status": "missing",
-                         "reason": "not in this run's figures", "at": "", "paper_sm120": math.nan})  # fmt: skip
+            rows.append(
+                {
+                    "quantity": label,
+                    "category": category,
+                    "figure": name,
+                    "value": math.nan,
+                    "unit": "",
+                    "spread": math.nan,
+                    "resolution": math.nan,
+                    "status": "missing",
+                    "reason": "not in this run's figures",
+                    "at": "",
+                    "paper_sm120": math.nan,
+                }
+            )
             continue
         f = hit.iloc[0]
-        rows.append({"quantity": label, "category": category, "figure": name, "value": float(f["value"]),
-                     "unit": f["unit"], "spread": float(f["spread"]), "resolution": float(f["resolution"]),
-                     "status": f["status"], "reason": f["reason"],
-                     "at": point_text(f["params"]), "paper_sm120": refs.get(f["paper"], math.nan)})  # fmt: skip
+        rows.append(
+            {
+                "quantity": label,
+                "category": category,
+                "figure": name,
+                "value": float(f["value"]),
+                "unit": f["unit"],
+                "spread": float(f["spread"]),
+                "resolution": float(f["resolution"]),
+                "status": f["status"],
+                "reason": f["reason"],
+                "at": point_text(f["params"]),
+                "paper_sm120": refs.get(f["paper"], math.nan),
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def markdown(rows: pd.DataFrame, figures: pd.DataFrame) -> str:
     """The headline table as the README shows it, after the run's figure counts by status."""
-    from .report import number, share, status_counts
+    from .evidence import status_counts
+    from .markup import number, share
 
     counts = ", ".join(f"{n:,} {s}" for s, n in status_counts(figures).items())
-    lines = [f"{len(figures):,} figures: {counts}.", "",
-             "| quantity | measured | spread | status | paper, RTX PRO 5000 (sm_120, another GPU) |",
-             "| --- | --- | --- | --- | --- |"]  # fmt: skip
+    lines = [
+        f"{len(figures):,} figures: {counts}.",
+        "",
+        "| quantity | measured | spread | status | paper, RTX PRO 5000 (sm_120, another GPU) |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for r in rows.itertuples(index=False):
-        value = f"{number(r.value, resolution=r.resolution)} {r.unit}".strip() if not math.isnan(r.value) else \
-            "not measured"
+        value = (
+            f"{number(r.value, resolution=r.resolution)} {r.unit}".strip()
+            if not math.isnan(r.value)
+            else "not measured"
+        )
         paper = number(r.paper_sm120) if not math.isnan(r.paper_sm120) else ""
         lines.append(f"| {r.quantity} | {value} | {share(r.spread, r.value)} | {r.status} | {paper} |")
     return "\n".join(lines)
 
 
 def update(readme: Path, block: str) -> bool:
-    """Put `block` between the headline markers of `readme`; whether the file changed (a missing marker is a
-    one-line error)."""
-    text = readme.read_text()
-    pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.DOTALL)
-    if not pattern.search(text):
-        raise SmdissectError(f"{readme} has no {START} ... {END} block: add the two markers where the table goes")
-    new = pattern.sub(lambda _: f"{START}\n{block}\n{END}", text)
-    if new != text:
-        readme.write_text(new)
-    return new != text
+    """Put `block` between the headline markers of `readme`; whether the file changed."""
+    return files.replace_block(readme, "headlines", block)

@@ -104,8 +104,19 @@ def modes(latencies: npt.ArrayLike, per_launch: int = 0) -> Modes:
         grid = x.reshape(-1, per_launch)
         agreement = _agreement(grid, SLOW * median, cut)
         spread = _spread(grid, SLOW * median, cut if two else nan)
-    return Modes(len(x), median, 2 if two else 1, near, far, share, 1 - float(hit.mean()),
-                 split.separation if split else nan, cut, agreement, spread)  # fmt: skip
+    return Modes(
+        len(x),
+        median,
+        2 if two else 1,
+        near,
+        far,
+        share,
+        1 - float(hit.mean()),
+        split.separation if split else nan,
+        cut,
+        agreement,
+        spread,
+    )
 
 
 def _agreement(grid: np.ndarray, slow: float, cut: float) -> float:

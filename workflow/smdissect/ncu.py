@@ -118,12 +118,18 @@ def command(ncu: str, metric_list: list[str], report: Path, target: list[str]) -
     """ncu with the card's clocks left alone, only the timed (NVTX) launches, named metrics only."""
     return [
         ncu,
-        "--clock-control", "none",
-        "--nvtx", "--nvtx-include", NVTX_FILTER,
-        "--metrics", ",".join(metric_list),
-        "--force-overwrite", "--export", str(report),
+        "--clock-control",
+        "none",
+        "--nvtx",
+        "--nvtx-include",
+        NVTX_FILTER,
+        "--metrics",
+        ",".join(metric_list),
+        "--force-overwrite",
+        "--export",
+        str(report),
         *target,
-    ]  # fmt: skip
+    ]
 
 
 def error_line(output: str) -> str:
@@ -140,13 +146,20 @@ def profile(ncu: str, metric_list: list[str], report: Path, target: list[str], t
     """Profile `target` into `report` (.ncu-rep); any failure, a hang past `timeout` s included, is one line. ncu
     runs in a process group of its own, which a hang or this job's end stops whole: the binary it launched too."""
     report.parent.mkdir(parents=True, exist_ok=True)
-    with subprocess.Popen(command(ncu, metric_list, report, target), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, start_new_session=True) as proc:  # fmt: skip
+    with subprocess.Popen(
+        command(ncu, metric_list, report, target),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    ) as proc:
         try:
             stdout, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            raise SmdissectError(f"profiling {report.name} was killed after {timeout} s: raise the family's "
-                                 "timeout in cases.yaml or trim its profile_sweep") from None  # fmt: skip
+            raise SmdissectError(
+                f"profiling {report.name} was killed after {timeout} s: raise the family's "
+                "timeout in cases.yaml or trim its profile_sweep"
+            ) from None
         finally:
             if proc.poll() is None:  # past the timeout, or this job interrupted
                 stop_group(proc)

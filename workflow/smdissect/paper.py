@@ -26,6 +26,7 @@ from .config import load_yaml
 from .derived import pipelines as pipes
 from .errors import SmdissectError
 from .pipeline import REFERENCE, reference
+from .tables import parse_params
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ROOT / "kernels"
@@ -44,38 +45,94 @@ REASONS = {
 }
 GENERATION_AGREE = 0.10  # a paper's other-GPU figure (often printed as ~N) agrees with this run's within this share
 COMPARED = "another GPU's column"  # the one reason that keeps a counterpart (the cross-generation finding)
-PAPER_GPUS = {"sm_120": "RTX PRO 5000 (sm_120a)", "sm_120a": "RTX PRO 5000 (sm_120a)",
-              "sm_90": "H100 (paper's SM 90 column)", "sm_100": "B200 (paper's SM 100 column)"}  # fmt: skip
+PAPER_GPUS = {
+    "sm_120": "RTX PRO 5000 (sm_120a)",
+    "sm_120a": "RTX PRO 5000 (sm_120a)",
+    "sm_90": "H100 (paper's SM 90 column)",
+    "sm_100": "B200 (paper's SM 100 column)",
+}
 SAME_LATENCY = 0.05  # formats_sharing: a format shares the pipeline within this share of the first one's latency
 # A figure's unit -> the paper's: the factor that converts a value (units equal: 1; absent: not comparable).
 UNIT_FACTORS: dict[tuple[str, str], float] = {
-    ("fraction", "%"): 100.0, ("ratio", "x"): 1.0, ("byte", "KB"): 2.0**-10, ("byte", "MB"): 2.0**-20,
-    ("byte", "GB"): 2.0**-30, ("KB", "MB"): 2.0**-10, ("MHz", "GHz"): 1e-3, ("ns", "us"): 1e-3,
-    ("cycle/way", "cycle"): 1.0, **{(u, "count"): 1.0 for u in ("warp", "loads", "ilp", "groups", "sm", "copies",
-                                                                  "CTAs")},
-}  # fmt: skip
+    ("fraction", "%"): 100.0,
+    ("ratio", "x"): 1.0,
+    ("byte", "KB"): 2.0**-10,
+    ("byte", "MB"): 2.0**-20,
+    ("byte", "GB"): 2.0**-30,
+    ("KB", "MB"): 2.0**-10,
+    ("MHz", "GHz"): 1e-3,
+    ("ns", "us"): 1e-3,
+    ("cycle/way", "cycle"): 1.0,
+    **{(u, "count"): 1.0 for u in ("warp", "loads", "ilp", "groups", "sm", "copies", "CTAs")},
+}
 STATUS_RANK = {"verified": 0, "unverified": 1, "contradicted": 2}  # a derivation's status: the worst of its figures
-COLUMNS = ["id", "quantity", "paper", "unit", "paper_gpu", "source", "accounted", "reason", "where", "category",
-           "counterpart", "measured", "measured_unit", "status", "status_reason", "ratio", "note"]  # fmt: skip
+COLUMNS = [
+    "id",
+    "quantity",
+    "paper",
+    "unit",
+    "paper_gpu",
+    "source",
+    "accounted",
+    "reason",
+    "where",
+    "category",
+    "counterpart",
+    "measured",
+    "measured_unit",
+    "status",
+    "status_reason",
+    "ratio",
+    "note",
+]
 
-_REF = {"type": "object", "additionalProperties": False, "required": ["case", "metric"],
-        "properties": {"case": {"type": "string", "pattern": "^[a-z][a-z0-9_]*/[a-z][a-z0-9_]*$"},
-                       "metric": {"type": "string"}, "figure": {"type": "string"},
-                       "at": {"type": "object", "additionalProperties": {"type": "integer"}}}}  # fmt: skip
-MAP_SCHEMA: dict[str, Any] = {
-    "type": "object", "additionalProperties": False, "required": ["sections", "rows"],
+_REF = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["case", "metric"],
     "properties": {
-        "sections": {"type": "array", "items": {
-            "type": "object", "additionalProperties": False, "required": ["title"],
-            "properties": {"title": {"type": "string"}, "sec": {"type": "string"},
-                           "sources": {"type": "array", "items": {"type": "string"}},
-                           "ids": {"type": "array", "items": {"type": "string"}}}}},
-        "rows": {"type": "object", "additionalProperties": {
-            "type": "object", "additionalProperties": False,
-            "properties": {"tie": _REF, "derived": {"type": "string"}, "of": {"type": "array", "items": _REF},
-                           "factor": {"type": "number"}, "reason": {"type": "string"}, "note": {"type": "string"}}}},
+        "case": {"type": "string", "pattern": "^[a-z][a-z0-9_]*/[a-z][a-z0-9_]*$"},
+        "metric": {"type": "string"},
+        "figure": {"type": "string"},
+        "at": {"type": "object", "additionalProperties": {"type": "integer"}},
     },
-}  # fmt: skip
+}
+MAP_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["sections", "rows"],
+    "properties": {
+        "sections": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["title"],
+                "properties": {
+                    "title": {"type": "string"},
+                    "sec": {"type": "string"},
+                    "sources": {"type": "array", "items": {"type": "string"}},
+                    "ids": {"type": "array", "items": {"type": "string"}},
+                },
+            },
+        },
+        "rows": {
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "tie": _REF,
+                    "derived": {"type": "string"},
+                    "of": {"type": "array", "items": _REF},
+                    "factor": {"type": "number"},
+                    "reason": {"type": "string"},
+                    "note": {"type": "string"},
+                },
+            },
+        },
+    },
+}
 
 
 @dataclass(frozen=True)
@@ -159,11 +216,21 @@ FORMULAS: dict[str, Formula] = {
     "min": Formula(None, True, lambda f: min(_values(f)), "lowest of {all}"),
     "max": Formula(None, True, lambda f: max(_values(f)), "highest of {all}"),
     "spread": Formula(1, False, lambda f: float(f[0]["spread"].iloc[0]), "max - min of the samples of {0}"),
-    "formats_sharing": Formula(None, False, formats_sharing, f"formats within {SAME_LATENCY:.0%} of the first's "
-                               "latency among those measured of {all}", partial=True),
-    "coissuing_pairs": Formula(None, True, coissuing_pairs, "pairs of two classes under a sharing index of "
-                               f"{pipes.PARTLY_INDEX:g} among {{all}}", partial=True),
-}  # fmt: skip
+    "formats_sharing": Formula(
+        None,
+        False,
+        formats_sharing,
+        f"formats within {SAME_LATENCY:.0%} of the first's latency among those measured of {{all}}",
+        partial=True,
+    ),
+    "coissuing_pairs": Formula(
+        None,
+        True,
+        coissuing_pairs,
+        f"pairs of two classes under a sharing index of {pipes.PARTLY_INDEX:g} among {{all}}",
+        partial=True,
+    ),
+}
 
 
 # --- the map: load and check -------------------------------------------------------------------------------------
@@ -207,8 +274,11 @@ def deriver_metrics() -> tuple[re.Pattern[str], ...]:
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 found.append(re.escape(node.value))
             elif isinstance(node, ast.JoinedStr) and any(isinstance(v, ast.Constant) for v in node.values):
-                found.append("".join(re.escape(str(v.value)) if isinstance(v, ast.Constant) else "[a-z0-9_]+"
-                                     for v in node.values))  # fmt: skip
+                found.append(
+                    "".join(
+                        re.escape(str(v.value)) if isinstance(v, ast.Constant) else "[a-z0-9_]+" for v in node.values
+                    )
+                )
     return tuple(re.compile(p) for p in dict.fromkeys(found))
 
 
@@ -219,8 +289,10 @@ def _ref(spec: dict[str, Any], cases: dict[str, catalog.Case], where: str) -> Re
         raise SmdissectError(f"{where}: case {spec['case']} is in no kernels/*/cases.yaml: fix the case name")
     metric = spec["metric"]
     if metric not in case.measures and not any(p.fullmatch(metric) for p in deriver_metrics()):
-        raise SmdissectError(f"{where}: {case.ref} has no metric {metric} (it measures {', '.join(case.measures)}, and "
-                             "no deriver gives one by that name): fix the metric")  # fmt: skip
+        raise SmdissectError(
+            f"{where}: {case.ref} has no metric {metric} (it measures {', '.join(case.measures)}, and "
+            "no deriver gives one by that name): fix the metric"
+        )
     for axis, value in spec.get("at", {}).items():
         if value not in case.sweep.get(axis, ()):
             raise SmdissectError(f"{where}: {case.ref} has no point {axis}={value} (its sweep: {case.sweep}): fix at")
@@ -262,16 +334,20 @@ def load(kernels: Path = KERNELS, path: Path | None = None) -> dict[str, Entry]:
     ids = list(reference(kernels)["id"])
     twice = [f"{r} ({tied[r].where})" for r in rows if r in tied]
     if twice:
-        raise SmdissectError(f"{path.name} repeats rows a manifest or deriver ties: {', '.join(twice)}: a fact lives "
-                             "in one place, drop them from the map")  # fmt: skip
+        raise SmdissectError(
+            f"{path.name} repeats rows a manifest or deriver ties: {', '.join(twice)}: a fact lives "
+            "in one place, drop them from the map"
+        )
     unknown = sorted(set(rows) - set(ids))
     if unknown:
         raise SmdissectError(f"{path.name} names rows that are not in {REFERENCE}: {', '.join(unknown)}: fix the ids")
     missing = [r for r in ids if r not in rows and r not in tied]
     if missing:
-        raise SmdissectError(f"{len(missing)} rows of {REFERENCE} are accounted for nowhere ({', '.join(missing[:5])}"
-                             f"{' ...' if len(missing) > 5 else ''}): add each to {path.name} with a tie, derived or "
-                             "reason")  # fmt: skip
+        raise SmdissectError(
+            f"{len(missing)} rows of {REFERENCE} are accounted for nowhere ({', '.join(missing[:5])}"
+            f"{' ...' if len(missing) > 5 else ''}): add each to {path.name} with a tie, derived or "
+            "reason"
+        )
     mapped = {r: _entry(r, spec, cases, path) for r, spec in rows.items()}
     return {r: tied.get(r) or mapped[r] for r in ids}
 
@@ -281,7 +357,7 @@ def load(kernels: Path = KERNELS, path: Path | None = None) -> dict[str, Entry]:
 
 def _at(params: str, at: tuple[tuple[str, int], ...]) -> bool:
     """Whether a canonical-JSON point holds every axis value of `at`."""
-    point = json.loads(params or "{}")
+    point = parse_params(params)
     return all(point.get(k) == v for k, v in at)
 
 
@@ -296,8 +372,9 @@ def _stands_at(figure: pd.Series, at: tuple[tuple[str, int], ...]) -> bool:
 
 def matches(figures: pd.DataFrame, ref: Ref) -> pd.DataFrame:
     """The figures of this run a ref names."""
-    mine = figures[(figures["category"] == ref.category) & (figures["case"] == ref.case) &
-                   (figures["metric"] == ref.metric)]  # fmt: skip
+    mine = figures[
+        (figures["category"] == ref.category) & (figures["case"] == ref.case) & (figures["metric"] == ref.metric)
+    ]
     if ref.figure:
         mine = mine[mine["figure"] == ref.figure]
     return mine[[_stands_at(f, ref.at) for _, f in mine.iterrows()]] if ref.at else mine
@@ -313,8 +390,10 @@ def absent(ref: Ref, status: pd.DataFrame | None, arch: str, kernels: Path) -> t
             if len(hit):
                 return state, str(hit["reason"].iloc[0])
         if len(rows):
-            return "missing", (f"measured, but this run's figures hold no {ref.text()}: re-run the figures stage "
-                               f"(snakemake tables), or fix {MAP}")  # fmt: skip
+            return "missing", (
+                f"measured, but this run's figures hold no {ref.text()}: re-run the figures stage "
+                f"(snakemake tables), or fix {MAP}"
+            )
     case = next((c for c in catalog.load(kernels, ref.category) if c.id == ref.case), None)
     why = case.unsupported(arch) if case is not None and arch else None
     if why:
@@ -332,8 +411,9 @@ def _worst(statuses: Iterable[str]) -> str:
     return max(statuses, key=lambda s: STATUS_RANK.get(s, 0), default="unverified")
 
 
-def _counterpart(entry: Entry, figures: pd.DataFrame, status: pd.DataFrame | None, arch: str, unit: str,
-                 kernels: Path) -> dict[str, Any]:  # fmt: skip
+def _counterpart(
+    entry: Entry, figures: pd.DataFrame, status: pd.DataFrame | None, arch: str, unit: str, kernels: Path
+) -> dict[str, Any]:
     """The measured side of one row: its figure (or the formula over its figures), in the paper's unit, with
     status and why."""
     found = [matches(figures, r) for r in entry.refs]
@@ -344,22 +424,34 @@ def _counterpart(entry: Entry, figures: pd.DataFrame, status: pd.DataFrame | Non
             state, why = absent(ref, status, arch, kernels)
             return {"status": state, "status_reason": why}
         if len(f) > 1 and not many:
-            return {"status": "ambiguous", "status_reason": f"{len(f)} figures match {ref.text()}: name one with "
-                    f"`at` or `figure` in {MAP}"}  # fmt: skip
+            return {
+                "status": "ambiguous",
+                "status_reason": f"{len(f)} figures match {ref.text()}: name one with `at` or `figure` in {MAP}",
+            }
     first = found[0].iloc[0]
     statuses = [str(s) for f in found for s in f["status"]]
     if rule is None:
         value = _convert(float(first["value"]), str(first["unit"]), unit)
-        return {"category": first["category"], "counterpart": first["figure"], "status": first["status"],
-                "status_reason": first["reason"], "measured": float(first["value"]) if value is None else value,
-                "measured_unit": str(first["unit"]) if value is None else unit}  # fmt: skip
+        return {
+            "category": first["category"],
+            "counterpart": first["figure"],
+            "status": first["status"],
+            "status_reason": first["reason"],
+            "measured": float(first["value"]) if value is None else value,
+            "measured_unit": str(first["unit"]) if value is None else unit,
+        }
     names = [r.text() for r in entry.refs]
     how = rule.text.format(*names, all=", ".join(names))
     with np.errstate(divide="ignore", invalid="ignore"):
         value = rule.compute([f for f in found if len(f)]) * entry.factor
-    return {"category": entry.refs[0].category, "counterpart": how + (f", x {entry.factor:g}" if entry.factor != 1
-            else ""), "status": _worst(statuses), "status_reason": f"the worst status of the {len(statuses)} figures "
-            "it stands on", "measured": value, "measured_unit": unit}  # fmt: skip
+    return {
+        "category": entry.refs[0].category,
+        "counterpart": how + (f", x {entry.factor:g}" if entry.factor != 1 else ""),
+        "status": _worst(statuses),
+        "status_reason": f"the worst status of the {len(statuses)} figures it stands on",
+        "measured": value,
+        "measured_unit": unit,
+    }
 
 
 def _named_figure(row: str, figures: pd.DataFrame) -> pd.DataFrame:
@@ -368,17 +460,35 @@ def _named_figure(row: str, figures: pd.DataFrame) -> pd.DataFrame:
     return mine.iloc[sorted(range(len(mine)), key=lambda i: STATUS_RANK.get(mine["status"].iloc[i], 3))]
 
 
-def account(entry: Entry, ref_row: pd.Series, figures: pd.DataFrame, status: pd.DataFrame | None, arch: str,
-            kernels: Path = KERNELS) -> dict[str, Any]:  # fmt: skip
+def account(
+    entry: Entry,
+    ref_row: pd.Series,
+    figures: pd.DataFrame,
+    status: pd.DataFrame | None,
+    arch: str,
+    kernels: Path = KERNELS,
+) -> dict[str, Any]:
     """One row of the accounting table."""
     unit, paper = str(ref_row["unit"]), float(ref_row["value"])
     out: dict[str, Any] = {
-        "id": entry.id, "quantity": ref_row["quantity"], "paper": paper, "unit": unit,
-        "paper_gpu": PAPER_GPUS.get(str(ref_row["arch"]), str(ref_row["arch"])), "source": ref_row["source"],
-        "accounted": entry.how, "reason": entry.reason, "where": entry.where, "category": "", "counterpart": "",
-        "measured": math.nan, "measured_unit": "", "status": "no counterpart", "status_reason": "", "ratio": math.nan,
+        "id": entry.id,
+        "quantity": ref_row["quantity"],
+        "paper": paper,
+        "unit": unit,
+        "paper_gpu": PAPER_GPUS.get(str(ref_row["arch"]), str(ref_row["arch"])),
+        "source": ref_row["source"],
+        "accounted": entry.how,
+        "reason": entry.reason,
+        "where": entry.where,
+        "category": "",
+        "counterpart": "",
+        "measured": math.nan,
+        "measured_unit": "",
+        "status": "no counterpart",
+        "status_reason": "",
+        "ratio": math.nan,
         "note": entry.note,
-    }  # fmt: skip
+    }
     if entry.where != MAP:  # tied by a manifest or deriver: the figure carrying its id
         stand = _named_figure(entry.id, figures)
         if not len(stand) and not entry.refs:
@@ -395,23 +505,28 @@ def account(entry: Entry, ref_row: pd.Series, figures: pd.DataFrame, status: pd.
     return out
 
 
-def accounting(figures: pd.DataFrame, reference: pd.DataFrame, status: pd.DataFrame | None = None,
-               kernels: Path = KERNELS) -> pd.DataFrame:  # fmt: skip
+def accounting(
+    figures: pd.DataFrame, reference: pd.DataFrame, status: pd.DataFrame | None = None, kernels: Path = KERNELS
+) -> pd.DataFrame:
     """One row per figure of the paper: its value and GPU, how it is accounted for, the counterpart measured on this
     run (in the paper's unit where the two compare) with its status, the ratio measured / paper and a note where the
     two measure different things. `status` (the run's status tables) says why a counterpart was not measured."""
     entries = load(kernels)
     arch = str(figures["arch"].iloc[0]) if len(figures) else ""
-    rows = [account(entries[r["id"]], r, figures, status, arch, kernels) for _, r in reference.iterrows()
-            if r["id"] in entries]  # fmt: skip
+    rows = [
+        account(entries[r["id"]], r, figures, status, arch, kernels)
+        for _, r in reference.iterrows()
+        if r["id"] in entries
+    ]
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def summary(table: pd.DataFrame) -> pd.DataFrame:
     """How the rows are accounted for (tied, derived, each reason) and what became of their counterparts."""
     kind = table["accounted"].where(table["accounted"] != "reason", "reason: " + table["reason"])
-    counts = table.assign(kind=kind).pivot_table(index="kind", columns="status", values="id", aggfunc="size",
-                                                 fill_value=0)  # fmt: skip
+    counts = table.assign(kind=kind).pivot_table(
+        index="kind", columns="status", values="id", aggfunc="size", fill_value=0
+    )
     counts["rows"] = counts.sum(axis=1)
     return counts.reset_index().rename_axis(columns=None)
 
@@ -457,12 +572,17 @@ def structure(kernels: Path = KERNELS) -> pd.DataFrame:
         refs = [r for e in mine for r in e.refs]
         categories = [r.category for r in refs] + [e.category for e in mine if e.category]
         hows = pd.Series([e.how if e.how != "reason" else f"reason: {e.reason}" for e in mine]).value_counts()
-        out.append({
-            "section": section["title"], "sec": section.get("sec", ""), "rows": len(mine),
-            "categories": ", ".join(dict.fromkeys(categories)),
-            "cases": ", ".join(dict.fromkeys(f"{r.category}/{r.case}" for r in refs)),
-            "accounted": "; ".join(f"{k} {v}" for k, v in hows.items()), "coverage": _coverage_word(mine),
-        })  # fmt: skip
+        out.append(
+            {
+                "section": section["title"],
+                "sec": section.get("sec", ""),
+                "rows": len(mine),
+                "categories": ", ".join(dict.fromkeys(categories)),
+                "cases": ", ".join(dict.fromkeys(f"{r.category}/{r.case}" for r in refs)),
+                "accounted": "; ".join(f"{k} {v}" for k, v in hows.items()),
+                "coverage": _coverage_word(mine),
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -474,16 +594,30 @@ def coverage(status: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
     counts = run["status"].value_counts()
     who = f"{run['gpu'].iloc[0]} ({run['arch'].iloc[0]})" if len(run) else "this run"
     planned = len(run)
-    return pd.DataFrame([
-        {"who": who, "categories": run["category"].nunique(), "cases": len(run.drop_duplicates(["category", "case"])),
-         "items": planned, "measured": int(counts.get("measured", 0)), "static": int(counts.get("static", 0)),
-         "failed": int(counts.get("failed", 0)),
-         "coverage %": 100 * counts.get("measured", 0) / planned if planned else math.nan},
-        {"who": "seed paper (RTX PRO 5000)", "categories": paper.get("coverage_categories_sm120", math.nan),
-         "cases": paper.get("coverage_cases_min_sm120", math.nan),
-         "items": paper.get("coverage_trace_items_sm120", math.nan), "measured": math.nan, "static": math.nan,
-         "failed": math.nan, "coverage %": paper.get("coverage_percent_sm120", math.nan)},
-    ])  # fmt: skip
+    return pd.DataFrame(
+        [
+            {
+                "who": who,
+                "categories": run["category"].nunique(),
+                "cases": len(run.drop_duplicates(["category", "case"])),
+                "items": planned,
+                "measured": int(counts.get("measured", 0)),
+                "static": int(counts.get("static", 0)),
+                "failed": int(counts.get("failed", 0)),
+                "coverage %": 100 * counts.get("measured", 0) / planned if planned else math.nan,
+            },
+            {
+                "who": "seed paper (RTX PRO 5000)",
+                "categories": paper.get("coverage_categories_sm120", math.nan),
+                "cases": paper.get("coverage_cases_min_sm120", math.nan),
+                "items": paper.get("coverage_trace_items_sm120", math.nan),
+                "measured": math.nan,
+                "static": math.nan,
+                "failed": math.nan,
+                "coverage %": paper.get("coverage_percent_sm120", math.nan),
+            },
+        ]
+    )
 
 
 def unmeasured(status: pd.DataFrame) -> pd.DataFrame:
@@ -491,8 +625,11 @@ def unmeasured(status: pd.DataFrame) -> pd.DataFrame:
     dropped), with how many points each."""
     rest = status[status["status"] != "measured"]
     why = [re.sub(r"^static: \S+ \{[^}]*\}: ", "", str(r)) for r in rest["reason"]]
-    return (rest.assign(reason=why).groupby(["category", "case", "status", "reason"], as_index=False)
-            .agg(points=("params", "size")))  # fmt: skip
+    return (
+        rest.assign(reason=why)
+        .groupby(["category", "case", "status", "reason"], as_index=False)
+        .agg(points=("params", "size"))
+    )
 
 
 def markdown(kernels: Path = KERNELS) -> str:
@@ -513,8 +650,10 @@ def markdown(kernels: Path = KERNELS) -> str:
         "",
         "| paper section | sec | figures | smdissect categories | accounted | coverage |",
         "|---|---|---|---|---|---|",
-        *(f"| {r.section} | {r.sec} | {r.rows} | {r.categories or '-'} | {r.accounted} | {r.coverage} |"
-          for r in table.itertuples()),
+        *(
+            f"| {r.section} | {r.sec} | {r.rows} | {r.categories or '-'} | {r.accounted} | {r.coverage} |"
+            for r in table.itertuples()
+        ),
         "",
         "Coverage: *covered* where every figure of the section that is about a GPU has a counterpart here, *partly* "
         "where some have, *not covered* where none has, *n/a* where the section's figures are all about the paper.",
@@ -529,5 +668,5 @@ def markdown(kernels: Path = KERNELS) -> str:
         "",
         *(f"- **{r.section}**: {r.cases or 'none'}" for r in table.itertuples()),
         "",
-    ]  # fmt: skip
+    ]
     return "\n".join(lines)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import shutil
@@ -14,11 +13,25 @@ import pandas as pd
 
 from .errors import SmdissectError
 from .ncu import PIPE, STALL, canonical, unit
-from .tables import canonical_params
+from .tables import canonical_params, parse_params
 
 # Hardware units whose counters are kept (not device attributes), and the replay passes each kernel cost.
-UNITS = ("sm__", "smsp__", "dram__", "lts__", "l1tex__", "gpu__", "gpc__", "tpc__", "idc__", "pcie__", "nvlrx__",
-         "nvltx__", "launch__", "profiler__replayer_passes")  # fmt: skip
+UNITS = (
+    "sm__",
+    "smsp__",
+    "dram__",
+    "lts__",
+    "l1tex__",
+    "gpu__",
+    "gpc__",
+    "tpc__",
+    "idc__",
+    "pcie__",
+    "nvlrx__",
+    "nvltx__",
+    "launch__",
+    "profiler__replayer_passes",
+)
 RANGE = re.compile(r"^smd:(?P<case>[a-z0-9_]+):(?P<params>\{.*\}):(?P<variant>[a-z0-9_]+)$")
 
 
@@ -67,7 +80,7 @@ def nvtx_key(action: Any) -> dict[str, str] | None:
         for name in state.domain_by_id(domain_id).push_pop_ranges():
             if m := RANGE.match(name):
                 key = m.groupdict()
-                key["params"] = canonical_params(json.loads(key["params"]))
+                key["params"] = canonical_params(parse_params(key["params"]))
                 return key
     return None
 

@@ -20,8 +20,9 @@ def reference(kernels: Path) -> pd.DataFrame:
     """The paper's published figures (reference/seed_sm120.csv beside the kernels folder)."""
     path = kernels.parent / REFERENCE
     if not path.exists():
-        raise SmdissectError(f"{path} not found: point --kernels at the checkout's kernels/ folder ({REFERENCE} "
-                             "lies beside it)")  # fmt: skip
+        raise SmdissectError(
+            f"{path} not found: point --kernels at the checkout's kernels/ folder ({REFERENCE} lies beside it)"
+        )
     return pd.read_csv(path)
 
 
@@ -61,8 +62,9 @@ def sass_tables(
     tables.write("controlcodes", controls, out_controls)
 
 
-def sass_rows(binary: Path, listing: Path, cases: list[catalog.Case], arch: str,
-              cuda: str) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:  # fmt: skip
+def sass_rows(
+    binary: Path, listing: Path, cases: list[catalog.Case], arch: str, cuda: str
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
     """The provenance of a binary's static tables, its sass rows (opcode counts per kernel, in all and in one pass
     of the timed loop) and its sass_checks rows (each case's claims on each of its kernels)."""
     by_id = {c.id: c for c in cases}
@@ -70,9 +72,17 @@ def sass_rows(binary: Path, listing: Path, cases: list[catalog.Case], arch: str,
     has_kernels = any(e["kernels"] for e in entries)  # a Python family lists none: it has no SASS of its own
     text = sass.dump(binary, arch) if has_kernels else ""
     counts, code = sass.opcodes(text), sass.code(text)
-    base = {"gpu": "none", "gpu_uuid": "", "arch": arch, "driver": "", "cuda": cuda, "category": cases[0].category,
-            "run_id": f"static-{datetime.now(UTC):%Y%m%dT%H%M%SZ}", "family": cases[0].family,
-            "commit": run.commit(ROOT)}  # fmt: skip
+    base = {
+        "gpu": "none",
+        "gpu_uuid": "",
+        "arch": arch,
+        "driver": "",
+        "cuda": cuda,
+        "category": cases[0].category,
+        "run_id": f"static-{datetime.now(UTC):%Y%m%dT%H%M%SZ}",
+        "family": cases[0].family,
+        "commit": run.commit(ROOT),
+    }
     rows, checks = [], []
     for entry in entries:
         case = by_id.get(entry["case"])
@@ -81,22 +91,38 @@ def sass_rows(binary: Path, listing: Path, cases: list[catalog.Case], arch: str,
         for k in entry["kernels"]:
             if k["symbol"] not in counts:
                 raise SmdissectError(f"{binary}: kernel {k['symbol']} is listed but not in the SASS: rebuild it")
-            key = base | {"case": case.id, "params": tables.canonical_params(k["params"]), "variant": k["variant"],
-                          "kernel": k["symbol"]}  # fmt: skip
+            key = base | {
+                "case": case.id,
+                "params": tables.canonical_params(k["params"]),
+                "variant": k["variant"],
+                "kernel": k["symbol"],
+            }
             observed = counts[k["symbol"]]
             loop = sass.loop_opcodes(code[k["symbol"]], around=case.sass_loop == "around")
-            rows += [key | {"ops": k["ops"], "opcode": op, "count": n, "loop_count": loop.get(op, 0)}
-                     for op, n in sorted(observed.items())]  # fmt: skip
+            rows += [
+                key | {"ops": k["ops"], "opcode": op, "count": n, "loop_count": loop.get(op, 0)}
+                for op, n in sorted(observed.items())
+            ]
             applies = case.unsupported(arch) is None  # compiled out on this arch: the kernel exists without it
-            checks += [key | row | ({} if applies else {"verdict": "not-applicable"})
-                       for row in sass.claims(case, code[k["symbol"]], k["ops"])]  # fmt: skip
+            checks += [
+                key | row | ({} if applies else {"verdict": "not-applicable"})
+                for row in sass.claims(case.on(arch), code[k["symbol"]], k["ops"])
+            ]
     return base, rows, checks
 
 
 def profile(
-    binary: Path, cases: list[catalog.Case], gpu: device.Gpu, arch: str, cuda: str, ncu_exe: str, ncu_version: str,
-    report: Path, meta: Path, kernels: Path,
-) -> None:  # fmt: skip
+    binary: Path,
+    cases: list[catalog.Case],
+    gpu: device.Gpu,
+    arch: str,
+    cuda: str,
+    ncu_exe: str,
+    ncu_version: str,
+    report: Path,
+    meta: Path,
+    kernels: Path,
+) -> None:
     """Profile every timed launch of a family once under ncu, and record how and on what."""
     reason = device.counters_permitted()
     if reason:
@@ -113,17 +139,37 @@ def profile(
         target = ncu.launcher(exec_args(binary, cases, arch, gpu.index, kernels))
         ncu.profile(exe, metric_list, report, target, timeout)
     after = device.snapshot(gpu.uuid)
-    info = run.provenance(gpu, arch, cuda, category, ROOT) | run.gpu_state(before, after) | {
-        "family": family, "chip": gpu.chip, "ncu": ncu_version or ncu.version(exe), "metrics_dropped": dropped,
-        "command": " ".join(ncu.command(exe, metric_list, report, target)),
-    }  # fmt: skip
+    info = (
+        run.provenance(gpu, arch, cuda, category, ROOT)
+        | run.gpu_state(before, after)
+        | {
+            "family": family,
+            "chip": gpu.chip,
+            "ncu": ncu_version or ncu.version(exe),
+            "metrics_dropped": dropped,
+            "command": " ".join(ncu.command(exe, metric_list, report, target)),
+        }
+    )
     files.write_text(meta, json.dumps(info, indent=1))
 
 
 def exec_args(binary: Path, cases: list[catalog.Case], arch: str, index: int, kernels: Path) -> list[str]:
     """The `exec` stage's arguments for a family: every case under ncu, a failed one alone."""
-    return ["exec", "--binary", str(binary), "--kernels", str(kernels), "--category", cases[0].category,
-            "--arch", arch, "--family", cases[0].family, "--device", str(index)]  # fmt: skip
+    return [
+        "exec",
+        "--binary",
+        str(binary),
+        "--kernels",
+        str(kernels),
+        "--category",
+        cases[0].category,
+        "--arch",
+        arch,
+        "--family",
+        cases[0].family,
+        "--device",
+        str(index),
+    ]
 
 
 def profiled_items(cases: list[catalog.Case], arch: str) -> list[run.Item]:
@@ -159,14 +205,25 @@ def kernel_ops(listings: list[Path]) -> dict[tuple[str, str, str], int]:
 
 
 def crossval_table(
-    kernels: Path, category: str, raw: list[Path], ncu_tables: list[Path], stalls: list[Path], sass_checks: list[Path],
-    listings: list[Path], out: Path,
-) -> None:  # fmt: skip
+    kernels: Path,
+    category: str,
+    raw: list[Path],
+    ncu_tables: list[Path],
+    stalls: list[Path],
+    sass_checks: list[Path],
+    listings: list[Path],
+    out: Path,
+) -> None:
     """Every cross-check of a category, each with its numbers and a verdict."""
     raw_df = tables.read("raw", raw)
-    rows = crossval.crossval(catalog.load(kernels, category), raw_df, tables.read("ncu", ncu_tables),
-                             tables.read("stalls", stalls), tables.read("sass_checks", sass_checks),
-                             kernel_ops(listings))  # fmt: skip
+    rows = crossval.crossval(
+        catalog.load(kernels, category),
+        raw_df,
+        tables.read("ncu", ncu_tables),
+        tables.read("stalls", stalls),
+        tables.read("sass_checks", sass_checks),
+        kernel_ops(listings),
+    )
     prov = raw_df.iloc[0][[n for n, _ in tables.PROVENANCE if n not in ("case", "params")]].to_dict()
     tables.write("crossval", tables.frame("crossval", [prov | r for r in rows]), out)
 
@@ -181,8 +238,9 @@ def figures_table(kernels: Path, category: str, inputs: dict[str, list[Path]], r
     others = {}
     for other, group in tables.read("raw", refs).groupby("category"):
         by_point = figures.points(group)
-        others[str(other)] = [f for c in catalog.load(kernels, str(other)) for f in figures.case_figures(c, group,
-                                                                                                         by_point)]
+        others[str(other)] = [
+            f for c in catalog.load(kernels, str(other)) for f in figures.case_figures(c, group, by_point)
+        ]
     rows: list[dict[str, Any]] = []
     if len(frames["raw"]):
         first = frames["raw"].iloc[0]
@@ -193,9 +251,15 @@ def figures_table(kernels: Path, category: str, inputs: dict[str, list[Path]], r
 
 
 def report_page(
-    kernels: Path, category: str, inputs: dict[str, list[Path]], skipped: dict[str, str], out: Path,
-    provenance: dict[str, Any], categories: list[str], elsewhere: dict[str, str] | None = None,
-) -> None:  # fmt: skip
+    kernels: Path,
+    category: str,
+    inputs: dict[str, list[Path]],
+    skipped: dict[str, str],
+    out: Path,
+    provenance: dict[str, Any],
+    categories: list[str],
+    elsewhere: dict[str, str] | None = None,
+) -> None:
     """One category's HTML page from whatever tables exist for it; `categories` are the run's pages the header
     links, `elsewhere` maps a static reason to the page of another run that measured those points."""
     from . import report
@@ -203,9 +267,11 @@ def report_page(
     cases = catalog.load(kernels, category)
     frames = {kind: tables.read(kind, paths) for kind, paths in inputs.items() if paths}
     frames["cases"] = pd.DataFrame(
-        [{"case": c.id, "ptx": c.ptx, "pipe": c.pipe or "", "kind": c.kind, "measures": ", ".join(c.measures)}
-         for c in cases]
-    )  # fmt: skip
+        [
+            {"case": c.id, "ptx": c.ptx, "pipe": c.pipe or "", "kind": c.kind, "measures": ", ".join(c.measures)}
+            for c in cases
+        ]
+    )
     frames["reference"] = reference(kernels)
     if "raw" in frames:
         provenance = raw_provenance(frames["raw"]) | provenance
@@ -225,12 +291,19 @@ def raw_provenance(raw: pd.DataFrame) -> dict[str, str]:
 
 
 def index_page(
-    kernels: Path, gpu: str, categories: list[str], inputs: dict[str, list[Path]], archs: list[str],
-    run_arch: str | None, skipped: dict[str, str], provenance: dict[str, Any], out: Path,
-) -> None:  # fmt: skip
+    kernels: Path,
+    gpu: str,
+    categories: list[str],
+    inputs: dict[str, list[Path]],
+    archs: list[str],
+    run_arch: str | None,
+    skipped: dict[str, str],
+    provenance: dict[str, Any],
+    out: Path,
+) -> None:
     """The index of one GPU's reports: categories with verdicts and coverage, the paper's key tables from the
     measured data beside its sm_120 and sm_90 figures, and every planned point not measured."""
-    from . import compare, coverage, headlines, report
+    from . import compare, coverage, evidence, headlines, report
 
     cases = catalog.load_all(kernels, categories)
     frames = {kind: tables.read(kind, inputs.get(kind, [])) for kind in ("raw", "status", "figures")}
@@ -243,15 +316,25 @@ def index_page(
             "title": catalog.title(kernels, category),
             "href": f"{category}.html",
             "coverage": cov[(cov.category == category) & (cov.arch == run_arch)].status.value_counts().to_dict(),
-            "figures": report.status_counts(figures[figures.category == category]),
+            "figures": evidence.status_counts(figures[figures.category == category]),
             "key": headlines.table(figures, published, headlines.key_findings(category)),
         }
         for category in categories
     ]
     provenance = (raw_provenance(frames["raw"]) if len(frames["raw"]) else {}) | provenance
-    report.render_index(out, gpu, pages, provenance, skipped, compare.instructions(figures, cases),
-                        coverage.counts(cov), coverage.not_measured(cov), headlines.table(figures, published),
-                        run_arch, paper_tables(figures, frames["status"], kernels))  # fmt: skip
+    report.render_index(
+        out,
+        gpu,
+        pages,
+        provenance,
+        skipped,
+        compare.instructions(figures, cases),
+        coverage.counts(cov),
+        coverage.not_measured(cov),
+        headlines.table(figures, published),
+        run_arch,
+        paper_tables(figures, frames["status"], kernels),
+    )
 
 
 def paper_tables(figures: pd.DataFrame, status: pd.DataFrame, kernels: Path) -> dict[str, pd.DataFrame]:
@@ -261,29 +344,42 @@ def paper_tables(figures: pd.DataFrame, status: pd.DataFrame, kernels: Path) -> 
 
     published = reference(kernels)
     table = paper.accounting(figures, published, status, kernels)
-    return {"table": table, "counts": paper.summary(table), "generation": paper.cross_generation(table),
-            "coverage": paper.coverage(status, published), "structure": paper.structure(kernels)}  # fmt: skip
+    return {
+        "table": table,
+        "counts": paper.summary(table),
+        "generation": paper.cross_generation(table),
+        "coverage": paper.coverage(status, published),
+        "structure": paper.structure(kernels),
+    }
 
 
 def compare_page(a: Path, b: str, kernels: Path, categories: list[str], out: Path) -> None:
     """The diff page of two result sets (folders of figures tables), or of one against the paper (`b` = 'paper')."""
-    from . import compare, report
+    from . import compare, markup, report
 
     figures = compare.figures_in(a)
     categories = compare_categories(figures, a, categories)
     figures = figures[figures["category"].isin(categories)]
     if b == compare.PAPER:
         reference(kernels)  # first, so that a wrong --kernels is named as such
-        status = tables.read("status", sorted(a.rglob("status.parquet")))
+        status = tables.read("status", tables.find("status", a))
         paper = paper_tables(figures, status[status["category"].isin(categories)], kernels)
         names = (_set_name(figures, a), "the seed paper: an RTX PRO 5000 (sm_120a), and its other-GPU columns")
-        report.render_paper(out, names, paper["table"], paper["counts"], paper["generation"], paper["coverage"],
-                            paper["structure"], report.navigation(categories, ""))  # fmt: skip
+        report.render_paper(
+            out,
+            names,
+            paper["table"],
+            paper["counts"],
+            paper["generation"],
+            paper["coverage"],
+            paper["structure"],
+            markup.navigation(categories, ""),
+        )
         return
     left = compare.result_set(figures)
     right = compare.result_set(compare.figures_in(Path(b)))
     right = right[right["category"].isin(categories)]
-    nav = report.navigation(categories, "", f"../{a.name}/")
+    nav = markup.navigation(categories, "", f"../{a.name}/")
     report.render_compare(out, (_set_name(left, a), _set_name(right, b)), compare.diff(left, right), nav)
 
 
@@ -292,8 +388,9 @@ def compare_categories(figures: pd.DataFrame, where: Path, asked: list[str]) -> 
     found = sorted(figures["category"].unique())
     for category in asked:
         if category not in found:
-            raise SmdissectError(f"--categories {category}: {where} holds no figures of it; pick from "
-                                 f"{', '.join(found)}")  # fmt: skip
+            raise SmdissectError(
+                f"--categories {category}: {where} holds no figures of it; pick from {', '.join(found)}"
+            )
     return asked or found
 
 
@@ -304,11 +401,16 @@ def gpus_page(folders: list[Path], out: Path) -> None:
 
     rows = []
     for folder in folders:
-        who = raw_provenance(tables.read("raw", sorted(folder.rglob("raw.parquet"))))
-        counts = tables.read("status", sorted(folder.rglob("status.parquet")))["status"].value_counts()
-        rows.append({"folder": folder.name, **{k: who.get(k, "") for k in ("gpu", "gpu_uuid", "arch")},
-                     **{s: int(counts.get(s, 0)) for s in ("measured", "static", "failed")}})  # fmt: skip
-    categories = sorted({p.parent.name for p in folders[0].glob("*/*/figures.parquet")})
+        who = raw_provenance(tables.read("raw", tables.find("raw", folder)))
+        counts = tables.read("status", tables.find("status", folder))["status"].value_counts()
+        rows.append(
+            {
+                "folder": folder.name,
+                **{k: who.get(k, "") for k in ("gpu", "gpu_uuid", "arch")},
+                **{s: int(counts.get(s, 0)) for s in ("measured", "static", "failed")},
+            }
+        )
+    categories = sorted({p.parent.name for p in tables.find("figures", folders[0])})
     report.render_gpus(out, pd.DataFrame(rows), [f.name for f in folders], categories)
 
 

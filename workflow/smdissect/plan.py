@@ -73,7 +73,8 @@ class Plan:
 
     def flags(self, category: str, family: str) -> str:
         """The nvcc flags of one family: the configured ones, then the family's own from its manifest."""
-        return " ".join(self.settings["nvcc_flags"] + catalog.family_flags(self.root / "kernels", category, family))
+        own = catalog.family_flags(self.root / "kernels", category, family)
+        return " ".join(build.family_flags(self.settings["nvcc_flags"], own))
 
     def source(self, category: str, family: str) -> str:
         """The file a family is built from (kernels/<category>/<family>.cu, or .py for a Python family)."""
@@ -92,8 +93,14 @@ class Plan:
             facts["arch"] = self.arch_of[folder]
         gpu = self.devices.get(folder or "", self.gpu)
         if gpu:
-            facts |= {"gpu": gpu.name, "gpu_uuid": gpu.uuid, "driver": gpu.driver, "sm_count": str(gpu.sm_count),
-                      "device": str(gpu.index), "arch": self.run_arch or ""}  # fmt: skip
+            facts |= {
+                "gpu": gpu.name,
+                "gpu_uuid": gpu.uuid,
+                "driver": gpu.driver,
+                "sm_count": str(gpu.sm_count),
+                "device": str(gpu.index),
+                "arch": self.run_arch or "",
+            }
         return facts
 
 
@@ -145,5 +152,8 @@ def announce(plan: Plan) -> None:
         print(f"smdissect: no GPU here; GPU jobs for the cluster's {models}: {cats}", file=sys.stderr)
     else:
         reason = next(iter(plan.skipped.values()))
-        print(f"smdissect: {reason}; building and SASS-checking {', '.join(plan.archs)} for {cats}; "
-              f"skipped: {', '.join(plan.skipped)}", file=sys.stderr)  # fmt: skip
+        print(
+            f"smdissect: {reason}; building and SASS-checking {', '.join(plan.archs)} for {cats}; "
+            f"skipped: {', '.join(plan.skipped)}",
+            file=sys.stderr,
+        )

@@ -4,7 +4,6 @@ cap, thermal slowdown: they bend the line); and TFLOPS/W at the most SMs measure
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
@@ -12,6 +11,7 @@ import pandas as pd
 
 from .device import throttle_names
 from .run import slowdowns
+from .tables import parse_params
 
 IDLE = "power_idle"
 PRECISIONS = {
@@ -21,8 +21,21 @@ PRECISIONS = {
     "power_fp64_dfma": "fp64 DFMA",
 }
 SETS = ("all", "unthrottled")  # the samples a fit uses
-POINT_COLUMNS = ["case", "precision", "sms", "power_w", "energy_j", "tflops", "power_nvml_w", "sm_clock_mhz",
-                 "clock64_mhz", "temperature_c", "throttle", "reasons", "throttled"]  # fmt: skip
+POINT_COLUMNS = [
+    "case",
+    "precision",
+    "sms",
+    "power_w",
+    "energy_j",
+    "tflops",
+    "power_nvml_w",
+    "sm_clock_mhz",
+    "clock64_mhz",
+    "temperature_c",
+    "throttle",
+    "reasons",
+    "throttled",
+]
 FIT_COLUMNS = ["precision", "samples", "n", "intercept_w", "slope_w_per_sm", "r2", "rms_w", "idle_w"]
 
 
@@ -44,14 +57,23 @@ def points(raw: pd.DataFrame | None) -> pd.DataFrame:
         mask = int(
             np.bitwise_or.reduce(group.loc[group["metric"] == "throttle_reasons", "value"].astype(int), initial=0)
         )
-        out.append({
-            "case": case, "precision": PRECISIONS.get(case, "idle"), "sms": int(json.loads(params)["sms"]),
-            "power_w": value.get("power", math.nan), "energy_j": value.get("energy", math.nan),
-            "tflops": value.get("tflops", math.nan), "power_nvml_w": value.get("power_nvml", math.nan),
-            "sm_clock_mhz": value.get("sm_clock_nvml", math.nan), "clock64_mhz": float(group["clock_mhz"].median()),
-            "temperature_c": value.get("temperature", math.nan), "throttle": mask, "reasons": throttle_names(mask),
-            "throttled": slowdown(mask),
-        })  # fmt: skip
+        out.append(
+            {
+                "case": case,
+                "precision": PRECISIONS.get(case, "idle"),
+                "sms": int(parse_params(params)["sms"]),
+                "power_w": value.get("power", math.nan),
+                "energy_j": value.get("energy", math.nan),
+                "tflops": value.get("tflops", math.nan),
+                "power_nvml_w": value.get("power_nvml", math.nan),
+                "sm_clock_mhz": value.get("sm_clock_nvml", math.nan),
+                "clock64_mhz": float(group["clock_mhz"].median()),
+                "temperature_c": value.get("temperature", math.nan),
+                "throttle": mask,
+                "reasons": throttle_names(mask),
+                "throttled": slowdown(mask),
+            }
+        )
     return pd.DataFrame(out, columns=POINT_COLUMNS).sort_values(["case", "sms"], ignore_index=True)
 
 

@@ -1,5 +1,5 @@
-"""The binary protocol (docs/cases.md) for Python families: scripts that measure a library's own call (torch)
-and speak to the pipeline exactly as a .cu family's binary does."""
+"""The binary protocol (docs/design.md) for Python families, which measure a library's own call (torch) and
+speak to the pipeline exactly as a .cu family's binary does, and the one reader of every family's JSON lines."""
 
 from __future__ import annotations
 
@@ -11,6 +11,11 @@ import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
 
+from .errors import SmdissectError
+
+# The protocol's version, the first field of every JSON line (records and --list); kernels/common/harness.cuh's
+# kProtocol is the same number (tests/test_protocol.py). Raise both when a line changes meaning.
+VERSION = 1
 Point = dict[str, int]
 Runner = Callable[[str, Point, int, int], None]
 WARM_MS = 200.0  # keep the GPU busy this long before timing, so it leaves its idle clock
@@ -28,9 +33,19 @@ def range_name(case: str, point: Point, variant: str) -> str:
 
 def emit(case: str, point: Point, metric: str, unit: str, samples: list[float], variant: str = "") -> None:
     """Print one record (host-timed: no cycles, clock or SM of its own)."""
-    record: dict[str, Any] = {"case": case, "params": dict(sorted(point.items())), "metric": metric, "unit": unit,
-                              "value": statistics.median(samples), "samples": samples, "cycles": 0, "iterations": 0,
-                              "clock_mhz": 0, "smid": -1}  # fmt: skip
+    record: dict[str, Any] = {
+        "protocol": VERSION,
+        "case": case,
+        "params": dict(sorted(point.items())),
+        "metric": metric,
+        "unit": unit,
+        "value": statistics.median(samples),
+        "samples": samples,
+        "cycles": 0,
+        "iterations": 0,
+        "clock_mhz": 0,
+        "smid": -1,
+    }
     if variant:
         record["variant"] = variant
     print(json.dumps(record), flush=True)
@@ -109,7 +124,7 @@ def main(cases: dict[str, Runner], argv: list[str] | None = None) -> None:
     device = next((g.device for g in reversed(groups) if g.device is not None), 0)
     if any(g.list for g in groups):
         for case in cases:
-            print(json.dumps({"case": case, "kernels": []}))
+            print(json.dumps({"protocol": VERSION, "case": case, "kernels": []}))
         return
     for group in groups:
         if not group.case:
@@ -122,3 +137,15 @@ def main(cases: dict[str, Runner], argv: list[str] | None = None) -> None:
         for case in group.case:
             for combo in itertools.product(*axes.values()):
                 cases[case](case, dict(zip(axes, combo, strict=True)), repeats, device)
+
+
+def read(stdout: str, source: str) -> list[dict[str, Any]]:
+    """The protocol's JSON lines in what `source` (a family's binary) printed: its lines that start with '{' (a
+    library's own output is not the protocol's). A line of another version, or of none, is a one-line error."""
+    lines = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+    for line in lines:
+        if line.get("protocol") != VERSION:
+            theirs = json.dumps(line["protocol"]) if "protocol" in line else '0 (its lines have no "protocol" field)'
+            why = f"its binary speaks protocol {theirs}, this smdissect reads {VERSION}"
+            raise SmdissectError(f"{source}: rebuild the family: {why}")
+    return lines

@@ -20,7 +20,7 @@ from typing import IO, Any
 
 import pandas as pd
 
-from . import device
+from . import device, protocol
 from .catalog import Case
 from .device import Gpu
 from .tables import canonical_params, frame
@@ -28,8 +28,15 @@ from .tables import canonical_params, frame
 # A clock move beyond this (MHz) between the start and the end of a GPU job flags its rows.
 CLOCK_DRIFT_MHZ = 15.0
 # NVML throttle reasons that mean the card ran below its clocks (gpu_idle and applications clocks do not).
-SLOWDOWNS = {"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown",
-             "board_limit", "reliability"}  # fmt: skip
+SLOWDOWNS = {
+    "sw_power_cap",
+    "hw_slowdown",
+    "sw_thermal_slowdown",
+    "hw_thermal_slowdown",
+    "hw_power_brake_slowdown",
+    "board_limit",
+    "reliability",
+}
 
 
 def slowdowns(reasons: str) -> list[str]:
@@ -46,8 +53,10 @@ class Outcome:
 
     def mark(self, case: Case, status: str, reason: str = "", sweep: Sweep | None = None) -> None:
         """The same status for every point of `case` over `sweep` (default: every planned point)."""
-        self.status += [{"case": case.id, "params": canonical_params(p), "status": status, "reason": reason}
-                        for p in case.points(sweep)]  # fmt: skip
+        self.status += [
+            {"case": case.id, "params": canonical_params(p), "status": status, "reason": reason}
+            for p in case.points(sweep)
+        ]
 
 
 Sweep = dict[str, list[int]]
@@ -106,16 +115,19 @@ def attempt(argv: list[str], timeout: int) -> tuple[subprocess.CompletedProcess[
             heard[0] = time.monotonic()
 
     why = ""
-    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
-                          start_new_session=True) as proc:  # fmt: skip
+    with subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True
+    ) as proc:
         readers = [threading.Thread(target=pump, args=(getattr(proc, k), v), daemon=True) for k, v in out.items()]
         for reader in readers:
             reader.start()
         try:
             while proc.poll() is None or any(r.is_alive() for r in readers):  # a child may hold the pipes on
                 if time.monotonic() - heard[0] >= timeout:
-                    why = (f"killed after {timeout} s without output (hung kernel?): raise the family's timeout "
-                           "in cases.yaml if needed")  # fmt: skip
+                    why = (
+                        f"killed after {timeout} s without output (hung kernel?): raise the family's timeout "
+                        "in cases.yaml if needed"
+                    )
                     break
                 for reader in readers:
                     reader.join(timeout=0.05)
@@ -133,7 +145,7 @@ def attempt(argv: list[str], timeout: int) -> tuple[subprocess.CompletedProcess[
 def _seen(proc: subprocess.CompletedProcess[str], item: Item) -> list[bool]:
     """For each point of `item`: whether the process accounted for it (a record or a stderr line naming it)."""
     case, sweep = item
-    recorded = {canonical_params(r["params"]) for r in parse_records(proc.stdout) if r["case"] == case.id}
+    recorded = {canonical_params(r["params"]) for r in parse_records(proc.stdout, proc.args[0]) if r["case"] == case.id}
     return [p in recorded or bool(point_lines(proc.stderr, case.id, p)) for p in point_keys(case, sweep)]
 
 
@@ -194,8 +206,11 @@ def execute(binary: Path, cases: list[Case], arch: str, repeats: int, device_ind
             out.mark(case, "failed", why, sweep)
             continue
         points = point_keys(case, sweep)
-        records = [r for r in parse_records(proc.stdout)
-                   if r["case"] == case.id and canonical_params(r["params"]) in points]  # fmt: skip
+        records = [
+            r
+            for r in parse_records(proc.stdout, proc.args[0])
+            if r["case"] == case.id and canonical_params(r["params"]) in points
+        ]
         out.records += records
         seen = {canonical_params(r["params"]) for r in records}
         for p in points:
@@ -214,10 +229,10 @@ def skipped_why(stderr: str, case_id: str, params: str) -> tuple[str, str]:
 
 
 @functools.lru_cache(maxsize=4)
-def parse_records(stdout: str) -> tuple[dict[str, Any], ...]:
-    """The protocol's JSON-lines records in a binary's output, parsed once per output: every item of a family's
-    shared process reads the same output, inside the job's hold on the GPU."""
-    return tuple(json.loads(line) for line in stdout.splitlines() if line.startswith("{"))
+def parse_records(stdout: str, binary: str = "the family's binary") -> tuple[dict[str, Any], ...]:
+    """The protocol's records in a binary's output (protocol.read: of this version), parsed once per output: every
+    item of a family's shared process reads the same output, inside the job's hold on the GPU."""
+    return tuple(protocol.read(stdout, binary))
 
 
 def sample_rows(records: list[dict[str, Any]], base: dict[str, Any]) -> list[dict[str, Any]]:
@@ -256,8 +271,9 @@ def commit(root: Path) -> str:
     head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True)
     if head.returncode != 0:
         return "unknown"
-    dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True).stdout.strip()  # fmt: skip
+    dirty = subprocess.run(
+        ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
+    ).stdout.strip()
     return head.stdout.strip() + ("-dirty" if dirty else "")
 
 

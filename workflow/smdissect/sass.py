@@ -19,6 +19,7 @@ from .errors import SmdissectError
 FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)")
 LINE = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P(?:T|\d)\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\s*([^;]*);")
 BRANCH_TARGET = re.compile(r"0x([0-9a-f]+)\s*$")
+INSTRUCTION_BYTES = 16  # every SASS instruction from sm_70 on
 CLOCK = "SR_CLOCKLO"  # what a clock64 (CS2R) or clock (S2R/S2UR) read names: the edges of a timed region
 EXPECTATION = re.compile(r"^\s*(==|>=|<=|>|<)\s*(?:(\d+)\s*\*\s*)?(ops|\d+)\s*(?:([+-])\s*(\d+))?\s*$")
 COMPARE = {"==": operator.eq, ">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
@@ -64,7 +65,7 @@ def code(text: str) -> dict[str, list[Instruction]]:
         if m := FUNCTION.match(line):
             current = kernels.setdefault(demangle(m.group(1)), [])
         elif current is not None and (m := LINE.match(line)):
-            to = BRANCH_TARGET.search(m.group(3)) if m.group(2).startswith("BRA") else None
+            to = BRANCH_TARGET.search(m.group(3)) if m.group(2).startswith(("BRA", "CALL.REL")) else None
             target = int(to.group(1), 16) if to else None
             current.append(Instruction(int(m.group(1), 16), m.group(2), m.group(3), target))
     return kernels
@@ -78,7 +79,11 @@ def opcodes(text: str) -> dict[str, Counter[str]]:
 def loops(instructions: list[Instruction]) -> list[tuple[int, int]]:
     """Every loop as (first, last offset): a backward branch and the code from its target to it (the trap `BRA` to
     itself after EXIT is none)."""
-    return [(i.target, i.offset) for i in instructions if i.target is not None and i.target < i.offset]
+    return [
+        (i.target, i.offset)
+        for i in instructions
+        if i.opcode.startswith("BRA") and i.target is not None and i.target < i.offset
+    ]
 
 
 def timed_regions(instructions: list[Instruction]) -> list[tuple[int, int]]:
@@ -121,7 +126,14 @@ def loop_opcodes(instructions: list[Instruction], around: bool = False) -> Count
     span = timed_loop(instructions, around)
     if span is None:
         return Counter()
-    return Counter(i.opcode for i in instructions if span[0] <= i.offset <= span[1])
+    # sm_80/sm_89 ptxas leaves some loops through a predicated CALL.REL.NOINC to the instruction after the loop's
+    # backward branch: a branch out of the loop, not a call of a routine (those lie past the kernel's EXIT)
+    leaves = span[1] + INSTRUCTION_BYTES
+    return Counter(
+        i.opcode
+        for i in instructions
+        if span[0] <= i.offset <= span[1] and not (i.opcode.startswith("CALL.REL") and i.target == leaves)
+    )
 
 
 def demangle(name: str) -> str:
@@ -200,8 +212,15 @@ def check(case: Case, counts: Counter[str], ops: int, loop: Counter[str] | None 
         for expect in expectations:
             scope, seen = ("loop", loop) if in_loop(expect) and loop is not None else ("kernel", counts)
             n = count(seen, key)
-            rows.append({"opcode": key, "expect": expect, "scope": scope, "count": n,
-                         "verdict": _verdict(holds(expect, n, ops))})  # fmt: skip
+            rows.append(
+                {
+                    "opcode": key,
+                    "expect": expect,
+                    "scope": scope,
+                    "count": n,
+                    "verdict": _verdict(holds(expect, n, ops)),
+                }
+            )
     for key in case.sass_forbid:
         n = count(counts, key)
         rows.append({"opcode": key, "expect": "== 0", "scope": "kernel", "count": n, "verdict": _verdict(n == 0)})

@@ -36,8 +36,10 @@ def _make_folder(folder: Path) -> None:
     except FileExistsError:
         return
     except PermissionError as err:
-        raise SmdissectError(f"cannot make the GPU lock folder {folder} ({err.strerror}): set {LOCK_DIR_ENV} to a "
-                             "folder every user of this host's GPUs can write") from None  # fmt: skip
+        raise SmdissectError(
+            f"cannot make the GPU lock folder {folder} ({err.strerror}): set {LOCK_DIR_ENV} to a "
+            "folder every user of this host's GPUs can write"
+        ) from None
     if folder == LOCK_DIR:
         folder.chmod(0o1777)
 
@@ -47,8 +49,10 @@ def _try_lock(path: Path) -> int | None:
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     except PermissionError as err:
-        raise SmdissectError(f"cannot open the GPU lock {path} ({err.strerror}): set {LOCK_DIR_ENV} to a folder "
-                             "every user of this host's GPUs can write") from None  # fmt: skip
+        raise SmdissectError(
+            f"cannot open the GPU lock {path} ({err.strerror}): set {LOCK_DIR_ENV} to a folder "
+            "every user of this host's GPUs can write"
+        ) from None
     with suppress(PermissionError):  # another user's lock file stays as it is
         os.fchmod(fd, 0o666)
     try:

@@ -1,9 +1,11 @@
-"""The Parquet tables: each schema defined once here, every table with provenance, atomic writes."""
+"""The Parquet tables: each kind (its path, the stages that make it, its schema) defined once here, every table with
+provenance, atomic writes."""
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,97 +43,214 @@ CLOCKS = [
 ]
 KERNEL = [("family", pa.string()), ("variant", pa.string()), ("kernel", pa.string())]
 
-SCHEMAS: dict[str, pa.Schema] = {
-    # count: in the whole kernel; loop_count: in one pass of its timed loop (sass.timed_loop), what `ops` counts
-    "sass": pa.schema(
-        PROVENANCE
-        + KERNEL
-        + [("ops", pa.int64()), ("opcode", pa.string()), ("count", pa.int64()), ("loop_count", pa.int64())]
-    ),
-    # scope: `loop` where the expectation is counted in one pass of the timed loop, `kernel` in the whole kernel
-    "sass_checks": pa.schema(
-        PROVENANCE
-        + KERNEL
-        + [("opcode", pa.string()), ("expect", pa.string()), ("scope", pa.string()), ("count", pa.int64()),
-           ("verdict", pa.string())]
-    ),
-    "raw": pa.schema(
-        PROVENANCE
-        + CLOCKS
-        + [
-            ("family", pa.string()),
-            ("metric", pa.string()),
-            ("unit", pa.string()),
-            ("repeat", pa.int64()),
-            ("value", pa.float64()),
-            ("cycles", pa.float64()),
-            ("iterations", pa.int64()),
-            ("clock_mhz", pa.float64()),
-            ("smid", pa.int64()),
-            ("variant", pa.string()),  # the NVTX variant `expect` describes
-            ("expect", pa.string()),  # JSON: ncu metric -> value the profiled launch must show
-        ]
-    ),
-    # SASS control codes of every instruction of every kernel (controlcodes.decode_binary), static like `sass`.
-    "controlcodes": pa.schema(
-        PROVENANCE
-        + [("family", pa.string()), ("kernel", pa.string()), ("offset", pa.int64()), ("opcode", pa.string())]
-        + [(f, pa.int64()) for f in ("stall", "yield_", "wrbar", "rdbar", "waitmask", "reuse")]
-    ),
-    # What became of every planned (case, parameter point) of a family on the run arch.
-    "status": pa.schema(
-        PROVENANCE + CLOCKS + [("family", pa.string()), ("status", pa.string()), ("reason", pa.string())]
-    ),
-    "ncu": pa.schema(
-        PROVENANCE + CLOCKS + KERNEL + [("metric", pa.string()), ("unit", pa.string()), ("value", pa.float64())]
-    ),
-    "stalls": pa.schema(
-        PROVENANCE + CLOCKS + KERNEL + [("reason", pa.string()), ("value", pa.float64()), ("share", pa.float64())]
-    ),
-    "pipes": pa.schema(
-        PROVENANCE
-        + CLOCKS
-        + KERNEL
-        + [("pipe", pa.string()), ("inst_executed", pa.float64()), ("pct_of_peak", pa.float64())]
-    ),
-    # clock64_value: the pipeline's own side (clock64 timing, or what the manifest expects);
-    # counter_value: the independent side (an ncu counter, or cuobjdump's count).
-    "crossval": pa.schema(
-        PROVENANCE
-        + [
-            ("check", pa.string()),
-            ("clock64_value", pa.float64()),
-            ("counter_value", pa.float64()),
-            ("rel_err", pa.float64()),
-            ("tolerance", pa.float64()),
-            ("verdict", pa.string()),
-            ("note", pa.string()),
-        ]
-    ),
-    # Every reported figure (figures.compute): value, spread (max - min of its samples), how it was derived and
-    # measured, and its status from the checks (`checks`: each as 'name: verdict (detail)'; `points`: JSON list of
-    # the parameter points it stands on). `params` is the point it was taken at, "" for one derived over a sweep.
-    "figures": pa.schema(
-        PROVENANCE
-        + [
-            ("figure", pa.string()),
-            ("metric", pa.string()),
-            ("unit", pa.string()),
-            ("kind", pa.string()),
-            ("value", pa.float64()),
-            ("spread", pa.float64()),
-            ("samples", pa.int64()),
-            ("derivation", pa.string()),
-            ("points", pa.string()),
-            ("method", pa.string()),
-            ("paper", pa.string()),
-            ("resolution", pa.float64()),  # the smallest step the measurement resolves (NaN: its own digits)
-            ("status", pa.string()),
-            ("reason", pa.string()),
-            ("checks", pa.string()),
-        ]
-    ),
+FAMILY, CATEGORY, STATIC = "family", "category", "static"  # what one file of a table covers
+# Where one file of each coverage lies: in a GPU's results folder, or (made without a GPU, for every built arch)
+# in results/static/.
+PATTERNS = {
+    FAMILY: "results/{gpu}/{arch}/{category}/{family}/{name}.parquet",
+    CATEGORY: "results/{gpu}/{arch}/{category}/{name}.parquet",
+    STATIC: "results/static/{arch}/{category}/{family}/{name}.parquet",
 }
+
+
+@dataclass(frozen=True)
+class Table:
+    """One table kind: the stages that make it (their skip reason explains an empty section), what one file covers
+    (FAMILY, CATEGORY or STATIC), what a row is, and its columns."""
+
+    name: str
+    stages: tuple[str, ...]
+    per: str
+    rows: str
+    schema: pa.Schema
+
+    @property
+    def pattern(self) -> str:
+        """The path of its files, with {gpu}, {arch}, {category} and {family} where they apply."""
+        return PATTERNS[self.per].replace("{name}", self.name)
+
+    @property
+    def profiled(self) -> bool:
+        """Whether only the profiled families have one (the profile stage makes it)."""
+        return "profile" in self.stages
+
+    @property
+    def help(self) -> str:
+        """How the command line describes a list of its files."""
+        return f"{self.rows} tables ({self.name}.parquet), any number"
+
+
+# Every table, in pipeline order: the one list of table kinds that the rules, the command line and the pages share.
+TABLES: dict[str, Table] = {
+    t.name: t
+    for t in [
+        # count: in the whole kernel; loop_count: in one pass of its timed loop (sass.timed_loop), what `ops` counts
+        Table(
+            name="sass",
+            stages=("sass",),
+            per=STATIC,
+            rows="opcode count",
+            schema=pa.schema(
+                PROVENANCE
+                + KERNEL
+                + [("ops", pa.int64()), ("opcode", pa.string()), ("count", pa.int64()), ("loop_count", pa.int64())]
+            ),
+        ),
+        # scope: `loop` where the expectation is counted in one pass of the timed loop, `kernel` in the whole kernel
+        Table(
+            name="sass_checks",
+            stages=("sass",),
+            per=STATIC,
+            rows="SASS check",
+            schema=pa.schema(
+                PROVENANCE
+                + KERNEL
+                + [
+                    ("opcode", pa.string()),
+                    ("expect", pa.string()),
+                    ("scope", pa.string()),
+                    ("count", pa.int64()),
+                    ("verdict", pa.string()),
+                ]
+            ),
+        ),
+        # SASS control codes of every instruction of every kernel (controlcodes.decode_binary), static like `sass`.
+        Table(
+            name="controlcodes",
+            stages=("sass",),
+            per=STATIC,
+            rows="SASS control-code",
+            schema=pa.schema(
+                PROVENANCE
+                + [("family", pa.string()), ("kernel", pa.string()), ("offset", pa.int64()), ("opcode", pa.string())]
+                + [(f, pa.int64()) for f in ("stall", "yield_", "wrbar", "rdbar", "waitmask", "reuse")]
+            ),
+        ),
+        Table(
+            name="raw",
+            stages=("run",),
+            per=FAMILY,
+            rows="timing sample",
+            schema=pa.schema(
+                PROVENANCE
+                + CLOCKS
+                + [
+                    ("family", pa.string()),
+                    ("metric", pa.string()),
+                    ("unit", pa.string()),
+                    ("repeat", pa.int64()),
+                    ("value", pa.float64()),
+                    ("cycles", pa.float64()),
+                    ("iterations", pa.int64()),
+                    ("clock_mhz", pa.float64()),
+                    ("smid", pa.int64()),
+                    ("variant", pa.string()),  # the NVTX variant `expect` describes
+                    ("expect", pa.string()),  # JSON: ncu metric -> value the profiled launch must show
+                ]
+            ),
+        ),
+        # What became of every planned (case, parameter point) of a family on the run arch.
+        Table(
+            name="status",
+            stages=("run",),
+            per=FAMILY,
+            rows="point status",
+            schema=pa.schema(
+                PROVENANCE + CLOCKS + [("family", pa.string()), ("status", pa.string()), ("reason", pa.string())]
+            ),
+        ),
+        Table(
+            name="ncu",
+            stages=("profile", "parse"),
+            per=FAMILY,
+            rows="ncu metric",
+            schema=pa.schema(
+                PROVENANCE + CLOCKS + KERNEL + [("metric", pa.string()), ("unit", pa.string()), ("value", pa.float64())]
+            ),
+        ),
+        Table(
+            name="stalls",
+            stages=("profile", "parse"),
+            per=FAMILY,
+            rows="stall reason",
+            schema=pa.schema(
+                PROVENANCE
+                + CLOCKS
+                + KERNEL
+                + [("reason", pa.string()), ("value", pa.float64()), ("share", pa.float64())]
+            ),
+        ),
+        Table(
+            name="pipes",
+            stages=("profile", "parse"),
+            per=FAMILY,
+            rows="pipe count",
+            schema=pa.schema(
+                PROVENANCE
+                + CLOCKS
+                + KERNEL
+                + [("pipe", pa.string()), ("inst_executed", pa.float64()), ("pct_of_peak", pa.float64())]
+            ),
+        ),
+        # clock64_value: the pipeline's own side (clock64 timing, or what the manifest expects);
+        # counter_value: the independent side (an ncu counter, or cuobjdump's count).
+        Table(
+            name="crossval",
+            stages=("crossval",),
+            per=CATEGORY,
+            rows="cross-validation",
+            schema=pa.schema(
+                PROVENANCE
+                + [
+                    ("check", pa.string()),
+                    ("clock64_value", pa.float64()),
+                    ("counter_value", pa.float64()),
+                    ("rel_err", pa.float64()),
+                    ("tolerance", pa.float64()),
+                    ("verdict", pa.string()),
+                    ("note", pa.string()),
+                ]
+            ),
+        ),
+        # Every reported figure (figures.compute): value, spread (max - min of its samples), how it was derived and
+        # measured, and its status from the checks (`checks`: each as 'name: verdict (detail)'; `points`: JSON list of
+        # the parameter points it stands on). `params` is the point it was taken at, "" for one derived over a sweep.
+        Table(
+            name="figures",
+            stages=("figures",),
+            per=CATEGORY,
+            rows="figures",
+            schema=pa.schema(
+                PROVENANCE
+                + [
+                    ("figure", pa.string()),
+                    ("metric", pa.string()),
+                    ("unit", pa.string()),
+                    ("kind", pa.string()),
+                    ("value", pa.float64()),
+                    ("spread", pa.float64()),
+                    ("samples", pa.int64()),
+                    ("derivation", pa.string()),
+                    ("points", pa.string()),
+                    ("method", pa.string()),
+                    ("paper", pa.string()),
+                    ("resolution", pa.float64()),  # the smallest step the measurement resolves (NaN: its own digits)
+                    ("status", pa.string()),
+                    ("reason", pa.string()),
+                    ("checks", pa.string()),
+                ]
+            ),
+        ),
+    ]
+}
+SCHEMAS: dict[str, pa.Schema] = {name: t.schema for name, t in TABLES.items()}
+
+
+def find(kind: str, folder: Path) -> list[Path]:
+    """The files of table `kind` at any depth of `folder`: a results folder (results/<gpu>/), a copy of one
+    (reports/<gpu>/tables/) or a part of one (one arch's, one category's)."""
+    return sorted(folder.rglob(Path(TABLES[kind].pattern).name))
+
 
 VERDICTS = ("agree", "disagree", "not-applicable")
 FIGURE_STATUSES = ("verified", "unverified", "contradicted")
@@ -143,10 +262,15 @@ def canonical_params(params: dict[str, Any]) -> str:
     return json.dumps(params, sort_keys=True, separators=(",", ":"))
 
 
+def parse_params(params: str | None) -> dict[str, Any]:
+    """A parameter point from its one spelling (canonical_params); '' or None is the point of no parameters."""
+    return json.loads(params or "{}")
+
+
 def point_text(params: str) -> str:
     """A parameter point as a person writes it: 'ilp=4, warps=32' ('' for none)."""
     try:
-        point = json.loads(params or "{}")
+        point = parse_params(params)
     except json.JSONDecodeError:
         return str(params)
     return ", ".join(f"{k}={v}" for k, v in point.items()) if isinstance(point, dict) else str(params)

@@ -6,7 +6,6 @@ registered as "async"."""
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
@@ -14,20 +13,27 @@ import pandas as pd
 
 from ..checks import PLATEAU, Check
 from ..figures import Figure
-from ..tables import canonical_params, point_text
+from ..tables import canonical_params, parse_params, point_text
 from . import samples as s
 
 NEAR_PEAK = 0.90  # a curve's knee: the first point within 10% of its best
 TARGET = 0.90  # TMA bulk best over LDG best that the bulk path should reach
 POLICIES = {1: "evict_last working set", 2: "evict_first streaming set", 3: "evict_last + persisting set-aside"}
-STREAMS = {"bulk": ("bulk_depth", "bulk_ctas"), "tensor": ("tensor_depth", "tensor_ctas"),
-           "cp.async": ("cp_async_stream",)}  # fmt: skip
+STREAMS = {
+    "bulk": ("bulk_depth", "bulk_ctas"),
+    "tensor": ("tensor_depth", "tensor_ctas"),
+    "cp.async": ("cp_async_stream",),
+}
 SLOPES = {"bulk_latency": "bulk", "tensor_latency": "tensor"}
+L1_KB = 256  # cp.async.ca chases footprints up to this from the L1 (.cg and the bulk-copy engine go to the L2)
 L2_WARM_KB = 32768  # the latency kernels chase footprints up to half the L2 warm (read first): L2; above it, DRAM
 
 
-def _point(params: str) -> dict[str, int]:
-    return json.loads(params or "{}")
+def level(case: str, footprint_kb: float) -> str:
+    """Where a chase footprint lives for a case: L1 (up to L1_KB, cp.async.ca only), L2 (up to L2_WARM_KB) or DRAM."""
+    if footprint_kb <= L1_KB and case == "cp_async_ca_latency":
+        return "L1"
+    return "L2" if footprint_kb <= L2_WARM_KB else "DRAM"
 
 
 def _best(raw: pd.DataFrame, cases: tuple[str, ...], metric: str = "bandwidth") -> tuple[str, str, np.ndarray] | None:
@@ -40,10 +46,10 @@ def _best(raw: pd.DataFrame, cases: tuple[str, ...], metric: str = "bandwidth") 
 def rising(raw: pd.DataFrame, case: str, params: str, axes: tuple[str, ...]) -> str:
     """Where a case's point is the last of an axis and beats the point before it by more than PLATEAU: 'axis +N%
     from a to b' (the sweep ends still rising), else ''."""
-    point = _point(params)
+    point = parse_params(params)
     median = float(np.median(s.samples(raw, case, "bandwidth", params)))
     for axis in (a for a in axes if a in point):
-        values = sorted({_point(p)[axis] for p in s.params_of(raw, case, "bandwidth") if axis in _point(p)})
+        values = sorted({parse_params(p)[axis] for p in s.params_of(raw, case, "bandwidth") if axis in parse_params(p)})
         if len(values) < 2 or point[axis] != values[-1]:
             continue
         before = s.samples(raw, case, "bandwidth", canonical_params(point | {axis: values[-2]}))
@@ -67,13 +73,22 @@ def versus_ldg(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
         still = rising(raw, case, params, ("ctas", "outstanding", "bytes", "stages", "ctas_per_sm"))
         if still:
             target += f"; a lower bound: that best is the end of a sweep still rising ({still})"
-        out.append(s.make(
-            case, "vs_ldg", "ratio", f"TMA {label} best / LDG.128 best" if label != "cp.async" else
-            "cp.async best / LDG.128 best", lambda a, b: a / b, [num, ldg[2]],
-            f"best {label} point ({case}{s.at(params)}: {np.median(num):.0f} GB/s, median of {len(num)}) over the best "
-            f"ldg_stream point ({s.at(ldg[1]).strip()}: {np.median(ldg[2]):.0f} GB/s, median of {len(ldg[2])}): same "
-            f"binary, same 4 GiB buffer, same run{target}; the LDG point's checks are ldg_stream's figure's",
-            [params], methods.get(case, "")))  # fmt: skip
+        out.append(
+            s.make(
+                case,
+                "vs_ldg",
+                "ratio",
+                f"TMA {label} best / LDG.128 best" if label != "cp.async" else "cp.async best / LDG.128 best",
+                lambda a, b: a / b,
+                [num, ldg[2]],
+                f"best {label} point ({case}{s.at(params)}: {np.median(num):.0f} GB/s, median of {len(num)}) over the "
+                f"best ldg_stream point ({s.at(ldg[1]).strip()}: {np.median(ldg[2]):.0f} GB/s, median of "
+                f"{len(ldg[2])}): same binary, same 4 GiB buffer, same run{target}; the LDG point's checks are "
+                "ldg_stream's figure's",
+                [params],
+                methods.get(case, ""),
+            )
+        )
     return s.keep(out)
 
 
@@ -85,14 +100,15 @@ def first_reaching(values: dict[int, float], fraction: float = NEAR_PEAK) -> int
     return min(x for x, v in values.items() if v >= fraction * best)
 
 
-def _knee(raw: pd.DataFrame, case: str, axis: str, fixed: dict[str, int], what: str, unit: str,
-          methods: dict[str, str]) -> Figure | None:  # fmt: skip
+def _knee(
+    raw: pd.DataFrame, case: str, axis: str, fixed: dict[str, int], what: str, unit: str, methods: dict[str, str]
+) -> Figure | None:
     """The first `axis` value reaching NEAR_PEAK of the best of one curve of `case` (the other axes at `fixed`); its
     spread the range of that value over the curve taken at each point's slowest and fastest sample. Where the best
     sits at the end of a curve still rising by more than PLATEAU, the value is only a lower bound, and says so."""
     curve = {}
     for params in s.params_of(raw, case, "bandwidth"):
-        point = _point(params)
+        point = parse_params(params)
         if axis in point and all(point.get(k) == v for k, v in fixed.items()):
             curve[point[axis]] = (params, s.samples(raw, case, "bandwidth", params))
     if len(curve) < 2:
@@ -106,21 +122,39 @@ def _knee(raw: pd.DataFrame, case: str, axis: str, fixed: dict[str, int], what: 
     rise = medians[top] / medians[axis_values[-2]] - 1 if top == axis_values[-1] else 0.0
     bound = rise > PLATEAU
     fixed_text = point_text(canonical_params(fixed))
-    derivation = (f"smallest {axis} whose median bandwidth is >= {NEAR_PEAK:.0%} of the curve's best "
-                  f"({medians[top]:.0f} GB/s at {axis}={top}; {fixed_text}); spread: the same on each point's slowest "
-                  f"and fastest sample")  # fmt: skip
+    derivation = (
+        f"smallest {axis} whose median bandwidth is >= {NEAR_PEAK:.0%} of the curve's best "
+        f"({medians[top]:.0f} GB/s at {axis}={top}; {fixed_text}); spread: the same on each point's slowest "
+        f"and fastest sample"
+    )
     checks = []
     if bound:
-        derivation += (f"; a lower bound: the best is the last point and still {rise:+.0%} on the one before, so the "
-                       f"curve has not levelled and its true best (and knee) lies beyond the sweep")  # fmt: skip
-        checks = [Check("plateau", "disagree", f"not saturated: the curve still rises {rise:+.1%} from "
-                                                f"{axis}={axis_values[-2]} to {axis_values[-1]}")]  # fmt: skip
+        derivation += (
+            f"; a lower bound: the best is the last point and still {rise:+.0%} on the one before, so the "
+            f"curve has not levelled and its true best (and knee) lies beyond the sweep"
+        )
+        checks = [
+            Check(
+                "plateau",
+                "disagree",
+                f"not saturated: the curve still rises {rise:+.1%} from {axis}={axis_values[-2]} to {axis_values[-1]}",
+            )
+        ]
     spread = float(abs(highs - lows)) if lows is not None and highs is not None else math.nan
     total = int(sum(len(v) for _, v in curve.values()))
-    fig = Figure(case=case, metric=f"{axis}_for_90pct", unit=unit, kind="derived",
-                 name=f"{case} {what} for {NEAR_PEAK:.0%} of its best, {fixed_text}", value=float(knee),
-                 spread=spread, samples=total, derivation=derivation, points=tuple(p for p, _ in curve.values()),
-                 method=methods.get(case, ""))  # fmt: skip
+    fig = Figure(
+        case=case,
+        metric=f"{axis}_for_90pct",
+        unit=unit,
+        kind="derived",
+        name=f"{case} {what} for {NEAR_PEAK:.0%} of its best, {fixed_text}",
+        value=float(knee),
+        spread=spread,
+        samples=total,
+        derivation=derivation,
+        points=tuple(p for p, _ in curve.values()),
+        method=methods.get(case, ""),
+    )
     fig.checks = checks  # the check only the deriver can make; figures.compute replaces a deriver's checks today
     return fig
 
@@ -129,10 +163,10 @@ def knees(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
     """Copies in flight (per copy size) and CTAs (per copies in flight) for 90% of each curve's best."""
     out = []
     for case in ("bulk_depth", "tensor_depth"):
-        for b in sorted({_point(p).get("bytes") for p in s.params_of(raw, case, "bandwidth")} - {None}):
+        for b in sorted({parse_params(p).get("bytes") for p in s.params_of(raw, case, "bandwidth")} - {None}):
             out.append(_knee(raw, case, "outstanding", {"bytes": b}, "copies in flight per CTA", "copies", methods))
     for case in ("bulk_ctas", "tensor_ctas"):
-        for o in sorted({_point(p).get("outstanding") for p in s.params_of(raw, case, "bandwidth")} - {None}):
+        for o in sorted({parse_params(p).get("outstanding") for p in s.params_of(raw, case, "bandwidth")} - {None}):
             out.append(_knee(raw, case, "ctas", {"outstanding": o}, "CTAs", "CTAs", methods))
     return s.keep(out)
 
@@ -145,11 +179,21 @@ def hints(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
     for policy, what in POLICIES.items():
         params = canonical_params({"policy": policy})
         got = s.samples(raw, "bulk_l2_hint", "bandwidth", params)
-        out.append(s.make("bulk_l2_hint", "vs_no_hint", "ratio", f"bulk_l2_hint re-read with {what} / no hint",
-                          lambda a, b: a / b, [got, none],
-                          f"re-read bandwidth at policy={policy} over policy=0 (medians of {len(got)} and {len(none)} "
-                          "samples): above 1 where the hint kept the working set in the L2", [params, base],
-                          methods.get("bulk_l2_hint", ""), params))  # fmt: skip
+        out.append(
+            s.make(
+                "bulk_l2_hint",
+                "vs_no_hint",
+                "ratio",
+                f"bulk_l2_hint re-read with {what} / no hint",
+                lambda a, b: a / b,
+                [got, none],
+                f"re-read bandwidth at policy={policy} over policy=0 (medians of {len(got)} and {len(none)} "
+                "samples): above 1 where the hint kept the working set in the L2",
+                [params, base],
+                methods.get("bulk_l2_hint", ""),
+                params,
+            )
+        )
     return s.keep(out)
 
 
@@ -158,21 +202,28 @@ def slopes(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
     largest copy, at the L2 and at the DRAM footprint."""
     out = []
     for case, label in SLOPES.items():
-        pts = [_point(p) for p in s.params_of(raw, case, "latency")]
+        pts = [parse_params(p) for p in s.params_of(raw, case, "latency")]
         for footprint in sorted({p["footprint_kb"] for p in pts if "footprint_kb" in p}):
             sizes = sorted(p["bytes"] for p in pts if p.get("footprint_kb") == footprint)
             if len(sizes) < 2:
                 continue
             lo, hi = (canonical_params({"bytes": b, "footprint_kb": footprint}) for b in (sizes[0], sizes[-1]))
             kb = (sizes[-1] - sizes[0]) / 1024
-            level = "L2" if footprint <= L2_WARM_KB else "DRAM"
-            out.append(s.make(
-                case, "cycles_per_kb", "cycle/KB", f"{case} cost per KB of one {label} copy, {level}",
-                lambda a, b, kb=kb: (b - a) / kb, [s.samples(raw, case, "latency", lo), s.samples(raw, case, "latency",
-                                                                                                  hi)],
-                f"(latency at {sizes[-1]} B - latency at {sizes[0]} B) / {kb:g} KB, footprint {footprint} KB "
-                f"({level}): the transfer time of one copy per KB, without its issue and completion",
-                [lo, hi], methods.get(case, "")))  # fmt: skip
+            where = level(case, footprint)
+            out.append(
+                s.make(
+                    case,
+                    "cycles_per_kb",
+                    "cycle/KB",
+                    f"{case} cost per KB of one {label} copy, {where}",
+                    lambda a, b, kb=kb: (b - a) / kb,
+                    [s.samples(raw, case, "latency", lo), s.samples(raw, case, "latency", hi)],
+                    f"(latency at {sizes[-1]} B - latency at {sizes[0]} B) / {kb:g} KB, footprint {footprint} KB "
+                    f"({where}): the transfer time of one copy per KB, without its issue and completion",
+                    [lo, hi],
+                    methods.get(case, ""),
+                )
+            )
     return s.keep(out)
 
 

@@ -12,17 +12,37 @@ from .samples import at, keep, make, params_of, samples
 METRIC = "cycles_per_tile"
 # name -> (title, variants (after tile_) whose per-tile cycles it stands on, fn of their medians in that order, how)
 SPLITS = {
-    "softmax_share": ("softmax share", ("full", "no_softmax"), lambda f, s: 100 * (f - s) / f,
-                      "(full - no_softmax) / full"),
-    "tensor_share": ("tensor-core share", ("full", "no_qk_no_pv"), lambda f, n: 100 * (f - n) / f,
-                     "(full - no_qk_no_pv) / full"),
-    "qk_pv_removed": ("QK + PV removed", ("full", "no_qk", "no_pv"), lambda f, q, p: 100 * ((f - q) + (f - p)) / f,
-                      "((full - no_qk) + (full - no_pv)) / full"),
-    "second_softmax_adds": ("second softmax adds", ("full", "double_softmax"), lambda f, d: 100 * (d - f) / f,
-                            "(double_softmax - full) / full"),
-    "second_qk_adds": ("second QK adds", ("full", "double_qk"), lambda f, d: 100 * (d - f) / f,
-                       "(double_qk - full) / full"),
-}  # fmt: skip
+    "softmax_share": (
+        "softmax share",
+        ("full", "no_softmax"),
+        lambda f, s: 100 * (f - s) / f,
+        "(full - no_softmax) / full",
+    ),
+    "tensor_share": (
+        "tensor-core share",
+        ("full", "no_qk_no_pv"),
+        lambda f, n: 100 * (f - n) / f,
+        "(full - no_qk_no_pv) / full",
+    ),
+    "qk_pv_removed": (
+        "QK + PV removed",
+        ("full", "no_qk", "no_pv"),
+        lambda f, q, p: 100 * ((f - q) + (f - p)) / f,
+        "((full - no_qk) + (full - no_pv)) / full",
+    ),
+    "second_softmax_adds": (
+        "second softmax adds",
+        ("full", "double_softmax"),
+        lambda f, d: 100 * (d - f) / f,
+        "(double_softmax - full) / full",
+    ),
+    "second_qk_adds": (
+        "second QK adds",
+        ("full", "double_qk"),
+        lambda f, d: 100 * (d - f) / f,
+        "(double_qk - full) / full",
+    ),
+}
 
 
 def _splits(raw: pd.DataFrame, params: str) -> list[Figure | None]:

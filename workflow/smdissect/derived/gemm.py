@@ -33,11 +33,19 @@ def _at_clock(raw: pd.DataFrame, case: str, lib: str, metric: str, arch: str, gp
     for params in params_of(raw, case, metric):
         tflops, mhz = samples(raw, case, metric, params), column(raw, case, metric, params, "clock_mhz")
         pct = 100 * tflops * 1e12 / (sms * per_cycle * mhz * 1e6)
-        out.append(from_values(case, f"pct_of_peak_at_clock_{lib}", "%",
-                               f"{case} pct_of_peak_at_clock_{lib}{at(params)}", pct,
-                               f"per sample: 100 x TFLOPS / ({sms} SMs x {per_cycle:g} FLOP/cycle/SM ({FORMATS[case]}, "
-                               f"{name}) x the SM clock read after that launch, {pd.Series(mhz).median():.0f} MHz "
-                               f"median)", [params]))  # fmt: skip
+        out.append(
+            from_values(
+                case,
+                f"pct_of_peak_at_clock_{lib}",
+                "%",
+                f"{case} pct_of_peak_at_clock_{lib}{at(params)}",
+                pct,
+                f"per sample: 100 x TFLOPS / ({sms} SMs x {per_cycle:g} FLOP/cycle/SM ({FORMATS[case]}, "
+                f"{name}) x the SM clock read after that launch, {pd.Series(mhz).median():.0f} MHz "
+                f"median)",
+                [params],
+            )
+        )
     return out
 
 
@@ -65,6 +73,10 @@ def figures(frames: dict[str, pd.DataFrame], generic: list[Figure]) -> list[Figu
     if raw is None or raw.empty:
         return []
     arch, gpu = run_of(raw)
-    found = [f for case, libs in LIBRARIES.items() for lib, metric in libs.items()
-             for f in _at_clock(raw, case, lib, metric, arch, gpu)]  # fmt: skip
+    found = [
+        f
+        for case, libs in LIBRARIES.items()
+        for lib, metric in libs.items()
+        for f in _at_clock(raw, case, lib, metric, arch, gpu)
+    ]
     return keep([*found, _ratio(raw, generic)])

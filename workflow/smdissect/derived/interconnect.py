@@ -5,29 +5,33 @@ why), so none of these figures exists there."""
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pandas as pd
 
+from .. import catalog
 from ..figures import Figure
-from ..tables import canonical_params
+from ..tables import canonical_params, parse_params
 from . import samples as s
 
-COPIES = {"memcpy_peer": ("cudaMemcpyPeerAsync", 1), "memcpy_peer_bidir": ("cudaMemcpyPeerAsync both ways", 2),
-          "kernel_copy_peer": ("kernel copy", 1)}  # fmt: skip
+COPIES = {
+    "memcpy_peer": ("cudaMemcpyPeerAsync", 1),
+    "memcpy_peer_bidir": ("cudaMemcpyPeerAsync both ways", 2),
+    "kernel_copy_peer": ("kernel copy", 1),
+}
 # Per-direction data rate of one NVLink by nvmlNvlinkVersion_t (nvml.h: 1 = 1.0 ... 6 = 4.0, 7 = 5.0), GB/s: the
 # P100 (4 links, 160 GB/s both ways), V100 (6, 300), A100 (12, 600), H100 (18, 900) and B200 (18, 1800) whitepapers'
 # totals over their links and two directions. 2.2 (3) and 3.1 (5) have no published per-link figure here.
 NVLINK_GBS = {1: 20.0, 2: 25.0, 4: 25.0, 6: 25.0, 7: 50.0}
 NVLINK_NAMES = {1: "1.0", 2: "2.0", 3: "2.2", 4: "3.0", 5: "3.1", 6: "4.0", 7: "5.0", 8: "6.0"}
-LATENCIES = {"atomic_sys_latency": ("latency", "gpu", "mem", "atomicAdd_system"),
-             "peer_chase": ("latency", "gpu", "mem", "dependent load"),
-             "ping_pong": ("round_trip", "src", "dst", "flag ping-pong")}  # fmt: skip
+LATENCIES = {
+    "atomic_sys_latency": ("latency", "gpu", "mem", "atomicAdd_system"),
+    "peer_chase": ("latency", "gpu", "mem", "dependent load"),
+    "ping_pong": ("round_trip", "src", "dst", "flag ping-pong"),
+}
 
 
 def _points(raw: pd.DataFrame, case: str, metric: str) -> dict[str, dict[str, int]]:
-    return {p: json.loads(p) for p in s.params_of(raw, case, metric)}
+    return {p: parse_params(p) for p in s.params_of(raw, case, metric)}
 
 
 def _local(point: dict[str, int], runs: str, holds: str) -> str:
@@ -35,8 +39,17 @@ def _local(point: dict[str, int], runs: str, holds: str) -> str:
     return canonical_params(point | {holds: point[runs]})
 
 
-def versus_local(raw: pd.DataFrame, case: str, metric: str, runs: str, holds: str, name: str, what: str,
-                 method: str, only: dict[str, int] | None = None) -> list[Figure]:  # fmt: skip
+def versus_local(
+    raw: pd.DataFrame,
+    case: str,
+    metric: str,
+    runs: str,
+    holds: str,
+    name: str,
+    what: str,
+    method: str,
+    only: dict[str, int] | None = None,
+) -> list[Figure]:
     """Every peer point (runs != holds) of a case over its local point."""
     out = []
     for params, point in _points(raw, case, metric).items():
@@ -45,11 +58,21 @@ def versus_local(raw: pd.DataFrame, case: str, metric: str, runs: str, holds: st
         local = _local(point, runs, holds)
         rest = ", ".join(f"{k}={v}" for k, v in point.items() if k not in (runs, holds))
         label = f"{name} {point[runs]} -> {point[holds]} / local" + (f", {rest}" if rest else "")
-        out.append(s.make(case, "vs_local", "ratio", label, lambda a, b: a / b,
-                          [s.samples(raw, case, metric, params), s.samples(raw, case, metric, local)],
-                          f"{what} at {runs}={point[runs]}, {holds}={point[holds]} over the same GPU's local point "
-                          f"({holds}={point[runs]}){', ' + rest if rest else ''}", [params, local], method,
-                          params))  # fmt: skip
+        out.append(
+            s.make(
+                case,
+                "vs_local",
+                "ratio",
+                label,
+                lambda a, b: a / b,
+                [s.samples(raw, case, metric, params), s.samples(raw, case, metric, local)],
+                f"{what} at {runs}={point[runs]}, {holds}={point[holds]} over the same GPU's local point "
+                f"({holds}={point[runs]}){', ' + rest if rest else ''}",
+                [params, local],
+                method,
+                params,
+            )
+        )
     return s.keep(out)
 
 
@@ -78,8 +101,10 @@ def nvlink_peak(raw: pd.DataFrame, a: int, b: int) -> tuple[float, str] | None:
     if len(set(versions)) != 1 or versions[0] not in NVLINK_GBS or not min(links) > 0:
         return None
     rate = NVLINK_GBS[versions[0]]
-    return min(links) * rate, (f"{min(links):g} active NVLink {NVLINK_NAMES.get(versions[0], versions[0])} links x "
-                               f"{rate:g} GB/s per direction (nvmlDeviceGetNvLinkState / Version)")  # fmt: skip
+    return min(links) * rate, (
+        f"{min(links):g} active NVLink {NVLINK_NAMES.get(versions[0], versions[0])} links x "
+        f"{rate:g} GB/s per direction (nvmlDeviceGetNvLinkState / Version)"
+    )
 
 
 def link_share(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
@@ -94,10 +119,19 @@ def link_share(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
             if peak is None:
                 continue
             values = s.samples(raw, case, "bandwidth", params)
-            out.append(s.from_values(case, "link_share", "%", f"{case} {point['src']} -> {point['dst']} / NVLink peak",
-                                     100 * values / (ways * peak[0]), f"{what} of {point['size_mb']} MB over "
-                                     f"{ways} x {peak[0]:g} GB/s: {peak[1]}", [params], methods.get(case, ""),
-                                     params))  # fmt: skip
+            out.append(
+                s.from_values(
+                    case,
+                    "link_share",
+                    "%",
+                    f"{case} {point['src']} -> {point['dst']} / NVLink peak",
+                    100 * values / (ways * peak[0]),
+                    f"{what} of {point['size_mb']} MB over {ways} x {peak[0]:g} GB/s: {peak[1]}",
+                    [params],
+                    methods.get(case, ""),
+                    params,
+                )
+            )
     return s.keep(out)
 
 
@@ -108,10 +142,20 @@ def in_ns(raw: pd.DataFrame, case: str, methods: dict[str, str]) -> list[Figure]
         cycles, mhz = s.samples(raw, case, "latency", params), s.column(raw, case, "latency", params, "clock_mhz")
         with np.errstate(divide="ignore", invalid="ignore"):
             ns = cycles / mhz * 1e3
-        out.append(s.from_values(case, "latency_ns", "ns", f"{case} latency in ns{s.at(params)}", ns,
-                                 "each sample's cycles over the SM clock (MHz) its launch measured, median of "
-                                 f"{len(ns)}: comparable between GPUs whose clocks differ", [params],
-                                 methods.get(case, ""), params))  # fmt: skip
+        out.append(
+            s.from_values(
+                case,
+                "latency_ns",
+                "ns",
+                f"{case} latency in ns{s.at(params)}",
+                ns,
+                "each sample's cycles over the SM clock (MHz) its launch measured, median of "
+                f"{len(ns)}: comparable between GPUs whose clocks differ",
+                [params],
+                methods.get(case, ""),
+                params,
+            )
+        )
     return s.keep(out)
 
 
@@ -125,11 +169,13 @@ def figures(frames: dict[str, pd.DataFrame], generic: list[Figure]) -> list[Figu
     for case, (what, _) in COPIES.items():
         largest = _largest(raw, case)
         if largest:
-            out += versus_local(raw, case, "bandwidth", "src", "dst", case, f"{what} bandwidth",
-                                methods.get(case, ""), largest)  # fmt: skip
+            out += versus_local(
+                raw, case, "bandwidth", "src", "dst", case, f"{what} bandwidth", methods.get(case, ""), largest
+            )
     for case, (metric, runs, holds, what) in LATENCIES.items():
-        out += versus_local(raw, case, metric, runs, holds, case, f"{what} {metric.replace('_', ' ')}",
-                            methods.get(case, ""))  # fmt: skip
-    for case in ("atomic_sys_latency", "peer_chase"):
+        out += versus_local(
+            raw, case, metric, runs, holds, case, f"{what} {metric.replace('_', ' ')}", methods.get(case, "")
+        )
+    for case in catalog.ids("interconnect", family="peer_latency"):
         out += in_ns(raw, case, methods)
     return out + link_share(raw, methods)

@@ -4,13 +4,13 @@ PCIe peak (from the link speed and width the GPU reports) with each copy directi
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
 import pandas as pd
 
 from ..figures import Figure
+from ..tables import parse_params
 from . import samples as s
 
 MODES = {"gap_serial": "serial", "gap_graph": "graph", "gap_pdl": "PDL", "gap_graph_pdl": "graph + PDL"}
@@ -71,14 +71,23 @@ def gaps(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
         for metric, what in GAPS.items():
             chains: dict[float, tuple[int, str]] = {}
             for params in s.params_of(raw, case, metric):
-                point = json.loads(params)
+                point = parse_params(params)
                 if "ctas" in point and point.get("kernels", 0) >= chains.get(point["ctas"], (0, ""))[0]:
                     chains[point["ctas"]] = (int(point["kernels"]), params)
             for ctas, (kernels, params) in sorted(chains.items(), reverse=True):
                 values = s.samples(raw, case, metric, params)
                 how = f"the {kernels}-kernel chain's {what} (mean over its kernels, median of {len(values)} samples)"
-                fig = s.from_values(case, metric, "us", f"{mode} {what}, {grid_label(ctas)}", values, how + note,
-                                    [params], methods.get(case, ""), params)  # fmt: skip
+                fig = s.from_values(
+                    case,
+                    metric,
+                    "us",
+                    f"{mode} {what}, {grid_label(ctas)}",
+                    values,
+                    how + note,
+                    [params],
+                    methods.get(case, ""),
+                    params,
+                )
                 if fig is None:
                     continue
                 fig.value, fig.spread = rounded(fig.value, digit), rounded(fig.spread, digit)
@@ -90,10 +99,18 @@ def gaps(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
         serial = longest.get(("gap_serial", ctas))
         if case == "gap_serial" or serial is None or serial[0] != kernels:
             continue
-        fig = s.make(case, "saves_vs_serial", "us", f"{MODES[case]} saves against serial, {grid_label(ctas)}",
-                     lambda a, b: a - b, [serial[2], values],
-                     f"serial minus {MODES[case]} dependent gap on the {kernels}-kernel chain{note}", [params],
-                     methods.get(case, ""), params)  # fmt: skip
+        fig = s.make(
+            case,
+            "saves_vs_serial",
+            "us",
+            f"{MODES[case]} saves against serial, {grid_label(ctas)}",
+            lambda a, b: a - b,
+            [serial[2], values],
+            f"serial minus {MODES[case]} dependent gap on the {kernels}-kernel chain{note}",
+            [params],
+            methods.get(case, ""),
+            params,
+        )
         if fig is not None:
             fig.value, fig.spread = rounded(fig.value, digit), rounded(fig.spread, digit)
             fig.resolution = digit if digit else math.nan
@@ -110,32 +127,69 @@ def host_link(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
     if len(speed) and len(width):
         peak, data_peak = link_peak(float(np.median(speed)), float(np.median(width)))
         gen = generation(float(np.median(speed)))
-        how = (f"{np.median(speed):g} GT/s x {np.median(width):g} lanes (/sys/bus/pci, read during a copy) / 8 bits"
-               + (f", PCIe gen {gen:g}" if not math.isnan(gen) else ", a rate no PCIe generation uses"))  # fmt: skip
-        base = {"case": "pcie_link", "unit": "GB/s", "kind": "derived", "spread": 0.0, "samples": len(speed),
-                "params": "{}", "points": ("{}",), "method": methods.get("pcie_link", "")}  # fmt: skip
-        out.append(Figure(metric="raw_peak", name="PCIe link raw peak per direction", value=peak,
-                          derivation=how, **base))  # fmt: skip
+        how = f"{np.median(speed):g} GT/s x {np.median(width):g} lanes (/sys/bus/pci, read during a copy) / 8 bits" + (
+            f", PCIe gen {gen:g}" if not math.isnan(gen) else ", a rate no PCIe generation uses"
+        )
+        base = {
+            "case": "pcie_link",
+            "unit": "GB/s",
+            "kind": "derived",
+            "spread": 0.0,
+            "samples": len(speed),
+            "params": "{}",
+            "points": ("{}",),
+            "method": methods.get("pcie_link", ""),
+        }
+        out.append(
+            Figure(metric="raw_peak", name="PCIe link raw peak per direction", value=peak, derivation=how, **base)
+        )
         if not math.isnan(data_peak):
-            out.append(Figure(metric="encoded_peak", name="PCIe link peak per direction after line encoding",
-                              value=data_peak, derivation=f"{how}, x {ENCODING[int(gen)]:.4g} (its line encoding); "
-                              "packet headers and flow control take more", **base))  # fmt: skip
+            out.append(
+                Figure(
+                    metric="encoded_peak",
+                    name="PCIe link peak per direction after line encoding",
+                    value=data_peak,
+                    derivation=f"{how}, x {ENCODING[int(gen)]:.4g} (its line encoding); "
+                    "packet headers and flow control take more",
+                    **base,
+                )
+            )
     for case, (label, ways) in DIRECTIONS.items():
         pts = s.params_of(raw, case, "bandwidth")
         if not pts or not peak > 0:
             continue
         best = max(pts, key=lambda p: float(np.median(s.samples(raw, case, "bandwidth", p))))
         values = s.samples(raw, case, "bandwidth", best)
-        out.append(s.from_values(case, "link_share", "%", f"{label} best / PCIe raw peak", 100 * values / (ways * peak),
-                                 f"best copy size ({s.at(best).strip()}) over {ways} x the raw peak per direction "
-                                 f"({peak:g} GB/s), the way published PCIe utilisation is given", [best],
-                                 methods.get(case, ""), best))  # fmt: skip
+        out.append(
+            s.from_values(
+                case,
+                "link_share",
+                "%",
+                f"{label} best / PCIe raw peak",
+                100 * values / (ways * peak),
+                f"best copy size ({s.at(best).strip()}) over {ways} x the raw peak per direction "
+                f"({peak:g} GB/s), the way published PCIe utilisation is given",
+                [best],
+                methods.get(case, ""),
+                best,
+            )
+        )
     for params in s.params_of(raw, "h2d_pageable", "bandwidth"):
         pinned = s.samples(raw, "h2d_pinned", "bandwidth", params)
-        out.append(s.make("h2d_pageable", "vs_pinned", "ratio", f"pageable / pinned H2D{s.at(params)}",
-                          lambda a, b: a / b, [s.samples(raw, "h2d_pageable", "bandwidth", params), pinned],
-                          "h2d_pageable over h2d_pinned at the same size: the driver's staging through its own "
-                          "pinned buffer", [params], methods.get("h2d_pageable", ""), params))  # fmt: skip
+        out.append(
+            s.make(
+                "h2d_pageable",
+                "vs_pinned",
+                "ratio",
+                f"pageable / pinned H2D{s.at(params)}",
+                lambda a, b: a / b,
+                [s.samples(raw, "h2d_pageable", "bandwidth", params), pinned],
+                "h2d_pageable over h2d_pinned at the same size: the driver's staging through its own pinned buffer",
+                [params],
+                methods.get("h2d_pageable", ""),
+                params,
+            )
+        )
     return s.keep(out)
 
 

@@ -10,21 +10,18 @@ metric (the checks and the paper table look figures up by it): `latency` is the 
 from __future__ import annotations
 
 import functools
-import json
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .. import archs, catalog, latency_modes
+from .. import archs, catalog, latency_modes, stats
 from ..checks import Check, limit, on_plateau, plateau_check
 from ..figures import Figure, points
-from ..tables import kb_text, point_text
+from ..tables import canonical_params, kb_text, parse_params, point_text
 from .samples import from_values, keep, make, point_of, run_of, samples
 
-ROOT = Path(__file__).resolve().parents[3]  # the checkout (its kernels/ holds the manifest)
 NEAR = 0.05  # a level: at least MIN_POINTS consecutive footprints, each within 5% of their median
 MIN_POINTS = 3  # two points 10% apart on a rising curve are no plateau
 LEVELS = ("L1", "L2", "DRAM")  # the levels of a chase curve, in footprint order
@@ -41,7 +38,7 @@ LIBRARIES = ("memcpy_d2d", "torch_copy")  # library copies of the same run: the 
 def cases() -> dict[str, catalog.Case]:
     """The memory manifest's cases by id (none where it cannot be read: a method is a note, no figure needs it)."""
     try:
-        return {c.id: c for c in catalog.load(ROOT / "kernels", "memory")}
+        return {c.id: c for c in catalog.load(catalog.KERNELS, "memory")}
     except Exception:  # any manifest problem: the figures come without their method
         return {}
 
@@ -63,7 +60,7 @@ def line_kb(footprint_kb: float, stride: float) -> float:
 
 def param(params: str, key: str) -> float:
     """One axis of a canonical-JSON point (NaN where it lacks it)."""
-    return float(json.loads(params or "{}").get(key, math.nan))
+    return float(parse_params(params).get(key, math.nan))
 
 
 # --- the staircase -------------------------------------------------------------------------------------------------
@@ -106,8 +103,7 @@ class Level:
 def curve(raw: pd.DataFrame, stride: float) -> pd.DataFrame:
     """One stride's chase curve: params, footprint_kb and the median latency per point, in footprint order."""
     mine = raw[(raw["case"] == "chase") & (raw["metric"] == "latency")]
-    medians = mine.groupby("params", sort=False)["value"].median()
-    out = pd.DataFrame({"params": medians.index, "value": medians.to_numpy(float)})
+    out = stats.summary(mine, ["params"], sort=False)[["params", "value"]]
     out["footprint_kb"] = out["params"].map(lambda p: param(p, "footprint_kb"))
     out["stride_b"] = out["params"].map(lambda p: param(p, "stride_b"))
     return out[out["stride_b"] == stride].sort_values("footprint_kb", ignore_index=True)
@@ -121,8 +117,16 @@ def levels(points: pd.DataFrame, stride: float) -> list[Level]:
     for k, (i, j) in enumerate(found):
         end = found[k + 1][0] if k + 1 < len(found) else len(fp)
         name = LEVELS[k] if k < len(LEVELS) else f"level {k + 1}"
-        out.append(Level(name, stride, tuple(fp[i : j + 1]), tuple(params[i : j + 1]), tuple(fp[j + 1 : end]),
-                         fp[end] if end < len(fp) else math.nan))  # fmt: skip
+        out.append(
+            Level(
+                name,
+                stride,
+                tuple(fp[i : j + 1]),
+                tuple(params[i : j + 1]),
+                tuple(fp[j + 1 : end]),
+                fp[end] if end < len(fp) else math.nan,
+            )
+        )
     return out
 
 
@@ -130,7 +134,6 @@ def strides(raw: pd.DataFrame) -> list[float]:
     """The chase's strides, in sweep order."""
     mine = raw[(raw["case"] == "chase") & (raw["metric"] == "latency")]
     return list(dict.fromkeys(mine["params"].map(lambda p: param(p, "stride_b"))))
-
 
 
 def staircase(raw: pd.DataFrame) -> list[Figure]:
@@ -149,28 +152,52 @@ def staircase(raw: pd.DataFrame) -> list[Figure]:
             medians = [float(np.median(p)) for p in parts]
             metric = "latency" if lv.name == "L1" and stride == 0 else f"{lv.name.lower().replace(' ', '')}_latency"
             pages = math.ceil(lv.footprints[-1] / PAGE_KB)
-            out.append(Figure(
-                case="chase", metric=metric, unit="cycle", kind="derived", name=f"chase {lv.name} latency ({label})",
-                value=float(np.median(medians)), spread=float(values.max() - values.min()), samples=len(values),
-                derivation=f"level {lv.name} of the {label} chase: the median of the medians of its "
-                f"{len(lv.params)} points, footprints {kb_text(lv.footprints[0])} to {kb_text(lv.footprints[-1])}, "
-                "each "
-                f"within {NEAR:.0%} of it ({min(medians):.4g} .. {max(medians):.4g}; up to {pages} 2 MB "
-                f"page{'s' * (pages != 1)}, every slot read before the timed steps); spread: the range of all their "
-                "samples", params="", points=lv.params, method=method))  # fmt: skip
+            out.append(
+                Figure(
+                    case="chase",
+                    metric=metric,
+                    unit="cycle",
+                    kind="derived",
+                    name=f"chase {lv.name} latency ({label})",
+                    value=float(np.median(medians)),
+                    spread=float(values.max() - values.min()),
+                    samples=len(values),
+                    derivation=f"level {lv.name} of the {label} chase: the median of the medians of its "
+                    f"{len(lv.params)} points, footprints {kb_text(lv.footprints[0])} to {kb_text(lv.footprints[-1])}, "
+                    f"each within {NEAR:.0%} of it ({min(medians):.4g} .. {max(medians):.4g}; up to {pages} 2 MB "
+                    f"page{'s' * (pages != 1)}, every slot read before the timed steps); spread: the range of all "
+                    "their samples",
+                    params="",
+                    points=lv.params,
+                    method=method,
+                )
+            )
             if lv.after or not math.isnan(lv.next_level):
                 following = lv.after[0] if lv.after else lv.next_level
-                what = (f"transition {kb_text(lv.after[0])} to {kb_text(lv.after[-1])}" if lv.after
-                        else "no transition point")  # fmt: skip
+                what = (
+                    f"transition {kb_text(lv.after[0])} to {kb_text(lv.after[-1])}"
+                    if lv.after
+                    else "no transition point"
+                )
                 nxt = f", then level at {kb_text(lv.next_level)}" if not math.isnan(lv.next_level) else ""
-                out.append(Figure(
-                    case="chase", metric=f"{lv.name.lower().replace(' ', '')}_capacity", unit="KB", kind="derived",
-                    name=f"chase {lv.name} capacity detected ({label})", value=lv.footprints[-1], spread=math.nan,
-                    samples=int(sum(len(p) for p in parts)),
-                    derivation=f"the last footprint of the {lv.name} level of the {label} chase "
-                    f"({kb_text(line_kb(lv.footprints[-1], stride))} of distinct 128 B lines); the next point, "
-                    f"{kb_text(following)}, is off it: the capacity lies between the two ({what}{nxt})",
-                    params="", points=lv.params, method=method))  # fmt: skip
+                out.append(
+                    Figure(
+                        case="chase",
+                        metric=f"{lv.name.lower().replace(' ', '')}_capacity",
+                        unit="KB",
+                        kind="derived",
+                        name=f"chase {lv.name} capacity detected ({label})",
+                        value=lv.footprints[-1],
+                        spread=math.nan,
+                        samples=int(sum(len(p) for p in parts)),
+                        derivation=f"the last footprint of the {lv.name} level of the {label} chase "
+                        f"({kb_text(line_kb(lv.footprints[-1], stride))} of distinct 128 B lines); the next point, "
+                        f"{kb_text(following)}, is off it: the capacity lies between the two ({what}{nxt})",
+                        params="",
+                        points=lv.params,
+                        method=method,
+                    )
+                )
         tail = _tail(raw, pts, found, label, method)
         if tail is not None:
             out.append(tail)
@@ -183,14 +210,25 @@ def _tail(raw: pd.DataFrame, pts: pd.DataFrame, found: list[Level], label: str, 
     if pts.empty or (found and found[-1].params[-1] == pts["params"].iloc[-1]):
         return None
     last, before = pts.iloc[-1], pts.iloc[-2] if len(pts) > 1 else None
-    rise = (f"{last['value'] / before['value'] - 1:+.1%} from {kb_text(before['footprint_kb'])} to "
-            f"{kb_text(last['footprint_kb'])}" if before is not None else "one point")  # fmt: skip
+    rise = (
+        f"{last['value'] / before['value'] - 1:+.1%} from {kb_text(before['footprint_kb'])} to "
+        f"{kb_text(last['footprint_kb'])}"
+        if before is not None
+        else "one point"
+    )
     pages = math.ceil(last["footprint_kb"] / PAGE_KB)
-    fig = from_values("chase", "tail_latency", "cycle", f"chase latency at the largest footprint ({label})",
-                      samples(raw, "chase", "latency", last["params"]),
-                      f"no level at the sweep's end: {kb_text(last['footprint_kb'])} ({pages} 2 MB pages, every slot "
-                      f"read before the timed steps) is on no plateau ({rise}): a mix of the last level's hits and "
-                      "misses (and TLB misses), not one level's latency", [last["params"]], method)  # fmt: skip
+    fig = from_values(
+        "chase",
+        "tail_latency",
+        "cycle",
+        f"chase latency at the largest footprint ({label})",
+        samples(raw, "chase", "latency", last["params"]),
+        f"no level at the sweep's end: {kb_text(last['footprint_kb'])} ({pages} 2 MB pages, every slot "
+        f"read before the timed steps) is on no plateau ({rise}): a mix of the last level's hits and "
+        "misses (and TLB misses), not one level's latency",
+        [last["params"]],
+        method,
+    )
     return _with([Check("plateau", "disagree", f"not saturated: on no level at the end of the sweep ({rise})")], fig)
 
 
@@ -241,10 +279,20 @@ class SlotFigures:
         """One figure of this point (None where the value is not defined, e.g. far with one cluster)."""
         if not math.isfinite(value):
             return None
-        return Figure(case="chase_near_far", metric=metric, unit=unit, kind="derived", name=f"{name} ({self.where})",
-                      value=float(value), spread=self.ranges.get(spread_of, math.nan), samples=self.modes.loads,
-                      derivation=f"{self.stem}; {how}", params=self.params, points=(self.params,),
-                      method=self.method)  # fmt: skip
+        return Figure(
+            case="chase_near_far",
+            metric=metric,
+            unit=unit,
+            kind="derived",
+            name=f"{name} ({self.where})",
+            value=float(value),
+            spread=self.ranges.get(spread_of, math.nan),
+            samples=self.modes.loads,
+            derivation=f"{self.stem}; {how}",
+            params=self.params,
+            points=(self.params,),
+            method=self.method,
+        )
 
 
 def _slot(raw: pd.DataFrame, loads: pd.DataFrame, params: str) -> tuple[SlotFigures, np.ndarray]:
@@ -255,8 +303,10 @@ def _slot(raw: pd.DataFrame, loads: pd.DataFrame, params: str) -> tuple[SlotFigu
     whole = per_launch > 0 and len(x) % per_launch == 0
     launches = len(x) // per_launch if whole else 0
     ranges = _launch_ranges(x.reshape(-1, per_launch), m) if launches >= 2 else {}
-    stem = (f"{m.loads} loads ({launches} launches of {per_launch}) timed from SM {int(g['smid'].iloc[0])}; "
-            f"latency_modes.modes: {latency_modes.reading(m)}")  # fmt: skip
+    stem = (
+        f"{m.loads} loads ({launches} launches of {per_launch}) timed from SM {int(g['smid'].iloc[0])}; "
+        f"latency_modes.modes: {latency_modes.reading(m)}"
+    )
     where = f"SM slot {int(param(params, 'sm_slot'))}"
     placed = latency_modes.sides(x, per_launch, m) if whole else np.array([])
     return SlotFigures(params, where, m, ranges, stem, methods().get("chase_near_far", "")), placed
@@ -269,8 +319,14 @@ def _tied(m: latency_modes.Modes) -> list[Check]:
     if math.isnan(m.agreement):
         return [Check("line agreement", "n/a", "one launch: the clusters are not checked against the lines")]
     verdict = "agree" if m.agreement >= latency_modes.ADDRESS_BOUND else "disagree"
-    return [Check("line agreement", verdict, f"{m.agreement:.0%} of the lines on one side of the cut in every launch "
-                  f"(partitions need >= {latency_modes.ADDRESS_BOUND:.0%}): {latency_modes.reading(m)}")]  # fmt: skip
+    return [
+        Check(
+            "line agreement",
+            verdict,
+            f"{m.agreement:.0%} of the lines on one side of the cut in every launch "
+            f"(partitions need >= {latency_modes.ADDRESS_BOUND:.0%}): {latency_modes.reading(m)}",
+        )
+    ]
 
 
 def near_far(raw: pd.DataFrame) -> list[Figure]:
@@ -288,27 +344,64 @@ def near_far(raw: pd.DataFrame) -> list[Figure]:
         m = s.modes
         hits = f"the L2 hits (loads within {latency_modes.SLOW:g}x the median {m.median:.4g})"
         out += [
-            s.figure("clusters", "count", "L2 latency clusters", m.clusters,
-                     f"two where the least-variance split of {hits} leaves each side >= "
-                     f"{latency_modes.MIN_SHARE:.0%} of them, >= {latency_modes.SEPARATION:g} rms widths and >= "
-                     f"{latency_modes.MIN_GAP:.0%} apart"),
-            s.figure("near_latency", "cycle", "L2 near latency", m.near,
-                     "mean of the lower cluster" if m.clusters == 2 else f"one cluster: the mean of all {hits}",
-                     "near"),
-            s.figure("far_latency", "cycle", "L2 far latency", m.far if m.clusters == 2 else math.nan,
-                     "mean of the upper cluster", "far"),
-            s.figure("far_share", "fraction", "L2 far share", m.far_share,
-                     f"the upper cluster's share of {hits} (0 with one cluster)", "far_share"),
-            s.figure("slow_share", "fraction", "L2 slow share", m.slow_share,
-                     f"share of all loads beyond {latency_modes.SLOW:g}x the median (L2 misses: DRAM, TLB)",
-                     "slow_share"),
-            s.figure("separation", "rms widths", "L2 cluster separation", m.separation,
-                     f"gap between the two sides of the least-variance cut at {m.cut:.4g} cycles over their rms "
-                     "width (one mode cut in two gives 1.6-3.5)"),
-            s.figure("line_agreement", "fraction", "L2 line agreement", m.agreement if m.clusters == 2 else math.nan,
-                     "share of lines on the same side of the cut in every launch (a latency set by the line's "
-                     f"address, its partition, needs >= {latency_modes.ADDRESS_BOUND:g})"),
-        ]  # fmt: skip
+            s.figure(
+                "clusters",
+                "count",
+                "L2 latency clusters",
+                m.clusters,
+                f"two where the least-variance split of {hits} leaves each side >= "
+                f"{latency_modes.MIN_SHARE:.0%} of them, >= {latency_modes.SEPARATION:g} rms widths and >= "
+                f"{latency_modes.MIN_GAP:.0%} apart",
+            ),
+            s.figure(
+                "near_latency",
+                "cycle",
+                "L2 near latency",
+                m.near,
+                "mean of the lower cluster" if m.clusters == 2 else f"one cluster: the mean of all {hits}",
+                "near",
+            ),
+            s.figure(
+                "far_latency",
+                "cycle",
+                "L2 far latency",
+                m.far if m.clusters == 2 else math.nan,
+                "mean of the upper cluster",
+                "far",
+            ),
+            s.figure(
+                "far_share",
+                "fraction",
+                "L2 far share",
+                m.far_share,
+                f"the upper cluster's share of {hits} (0 with one cluster)",
+                "far_share",
+            ),
+            s.figure(
+                "slow_share",
+                "fraction",
+                "L2 slow share",
+                m.slow_share,
+                f"share of all loads beyond {latency_modes.SLOW:g}x the median (L2 misses: DRAM, TLB)",
+                "slow_share",
+            ),
+            s.figure(
+                "separation",
+                "rms widths",
+                "L2 cluster separation",
+                m.separation,
+                f"gap between the two sides of the least-variance cut at {m.cut:.4g} cycles over their rms "
+                "width (one mode cut in two gives 1.6-3.5)",
+            ),
+            s.figure(
+                "line_agreement",
+                "fraction",
+                "L2 line agreement",
+                m.agreement if m.clusters == 2 else math.nan,
+                "share of lines on the same side of the cut in every launch (a latency set by the line's "
+                f"address, its partition, needs >= {latency_modes.ADDRESS_BOUND:g})",
+            ),
+        ]
         tied = _tied(m)
         for f in out[-7:-3]:  # clusters, near, far, far share: two clusters stand only where the lines set them
             _with(tied, f)
@@ -317,17 +410,45 @@ def near_far(raw: pd.DataFrame) -> list[Figure]:
         elif len(placed) == len(first[1]) and param(params, "footprint_kb") == param(first[0], "footprint_kb"):
             ref, same = int(param(first[0], "sm_slot")), latency_modes.same_sides(first[1], placed)
             verdict = "agree" if same >= PARTITION or same <= 1 - PARTITION else "disagree"
-            sides = [Check("partitions", verdict, f"{same:.0%} of the lines placed alike: one partition needs >= "
-                           f"{PARTITION:.0%}, two <= {1 - PARTITION:.0%}")] if math.isfinite(same) else []  # fmt: skip
-            out.append(_with(sides, s.figure("same_sides", "fraction", f"L2 same sides as slot {ref}", same,
-                                             "of the lines both slots place (every slot times the same lines), the "
-                                             f"share placed on the same side of the cut as slot {ref}: about 1 in "
-                                             f"slot {ref}'s partition, about 0 in the other")))  # fmt: skip
-        out.append(from_values("chase_near_far", "timing_overhead", "cycle", f"timing overhead ({s.where})",
-                               samples(raw, "chase_near_far", "timing_overhead", params),
-                               "the fixed cost subtracted from every timed load: per launch, the timed loads' mean "
-                               "less its chased loads' mean (median and range over launches)", [params],
-                               s.method))  # fmt: skip
+            sides = (
+                [
+                    Check(
+                        "partitions",
+                        verdict,
+                        f"{same:.0%} of the lines placed alike: one partition needs >= "
+                        f"{PARTITION:.0%}, two <= {1 - PARTITION:.0%}",
+                    )
+                ]
+                if math.isfinite(same)
+                else []
+            )
+            out.append(
+                _with(
+                    sides,
+                    s.figure(
+                        "same_sides",
+                        "fraction",
+                        f"L2 same sides as slot {ref}",
+                        same,
+                        "of the lines both slots place (every slot times the same lines), the "
+                        f"share placed on the same side of the cut as slot {ref}: about 1 in "
+                        f"slot {ref}'s partition, about 0 in the other",
+                    ),
+                )
+            )
+        out.append(
+            from_values(
+                "chase_near_far",
+                "timing_overhead",
+                "cycle",
+                f"timing overhead ({s.where})",
+                samples(raw, "chase_near_far", "timing_overhead", params),
+                "the fixed cost subtracted from every timed load: per launch, the timed loads' mean "
+                "less its chased loads' mean (median and range over launches)",
+                [params],
+                s.method,
+            )
+        )
     return keep(out)
 
 
@@ -342,13 +463,22 @@ def shared(raw: pd.DataFrame) -> list[Figure]:
     for case, what in kinds:
         kind = "latency" if case == "smem_latency" else "broadcast latency"
         for bits, width in WIDTHS.items():
-            params = json.dumps({"bits": bits}, separators=(",", ":"))
+            params = canonical_params({"bits": bits})
             metric = "latency" if bits == 32 else f"latency_{bits}bit"
-            out.append(from_values(case, metric, "cycle", f"shared-memory {kind}, {width} chase ({what})",
-                                   samples(raw, case, "latency", params),
-                                   f"one warp chases its own word (the loaded word is the next address: no address "
-                                   f"arithmetic on the chain), the slope between 2048 and 4096 steps per lane; median "
-                                   f"of the samples at bits={bits}", [params], methods().get(case, "")))  # fmt: skip
+            out.append(
+                from_values(
+                    case,
+                    metric,
+                    "cycle",
+                    f"shared-memory {kind}, {width} chase ({what})",
+                    samples(raw, case, "latency", params),
+                    f"one warp chases its own word (the loaded word is the next address: no address "
+                    f"arithmetic on the chain), the slope between 2048 and 4096 steps per lane; median "
+                    f"of the samples at bits={bits}",
+                    [params],
+                    methods().get(case, ""),
+                )
+            )
     out += conflicts(raw)
     return keep(out)
 
@@ -367,19 +497,33 @@ def conflicts(raw: pd.DataFrame) -> list[Figure | None]:
     worst = float(np.abs(med.to_numpy() - (slope * med.index.to_numpy() + icept)).max())
     fits = [np.polyfit(g["ways"], g["value"], 1)[0] for _, g in rows.groupby("repeat") if g["ways"].nunique() >= 2]
     params = list(dict.fromkeys(rows.sort_values("ways")["params"]))
-    penalty = Figure(case="smem_bank_conflict", metric="conflict_penalty", unit="cycle/way", kind="derived",
-                     name="shared-memory bank-conflict penalty (cycles per extra way)", value=float(slope),
-                     spread=float(np.ptp(fits)) if fits else math.nan, samples=len(rows),
-                     derivation=f"least-squares slope of the median latency over {len(med)} conflict degrees "
-                     f"({med.index.min():g} to {med.index.max():g} ways; intercept {icept:.4g} cycles, largest "
-                     f"residual {worst:.2g} cycle); spread: the range of the slopes fitted to each repeat alone",
-                     params="", points=tuple(params), method=method)  # fmt: skip
+    penalty = Figure(
+        case="smem_bank_conflict",
+        metric="conflict_penalty",
+        unit="cycle/way",
+        kind="derived",
+        name="shared-memory bank-conflict penalty (cycles per extra way)",
+        value=float(slope),
+        spread=float(np.ptp(fits)) if fits else math.nan,
+        samples=len(rows),
+        derivation=f"least-squares slope of the median latency over {len(med)} conflict degrees "
+        f"({med.index.min():g} to {med.index.max():g} ways; intercept {icept:.4g} cycles, largest "
+        f"residual {worst:.2g} cycle); spread: the range of the slopes fitted to each repeat alone",
+        params="",
+        points=tuple(params),
+        method=method,
+    )
     most = rows.loc[rows["ways"] == rows["ways"].max(), "params"].iloc[0]
-    top = from_values("smem_bank_conflict", "latency_max_ways", "cycle",
-                      f"shared-memory latency, {int(rows['ways'].max())}-way bank conflict (32-bit LDS chase)",
-                      samples(raw, "smem_bank_conflict", "latency", most),
-                      f"median of the samples at {int(rows['ways'].max())} ways: lanes share banks in distinct rows",
-                      [most], method)  # fmt: skip
+    top = from_values(
+        "smem_bank_conflict",
+        "latency_max_ways",
+        "cycle",
+        f"shared-memory latency, {int(rows['ways'].max())}-way bank conflict (32-bit LDS chase)",
+        samples(raw, "smem_bank_conflict", "latency", most),
+        f"median of the samples at {int(rows['ways'].max())} ways: lanes share banks in distinct rows",
+        [most],
+        method,
+    )
     return [penalty, top]
 
 
@@ -394,38 +538,59 @@ def mlp(raw: pd.DataFrame) -> list[Figure]:
         return []
     method = methods().get("mlp", "")
     out: list[Figure | None] = []
-    med = rows.groupby("params", sort=False)["value"].median()
-    table = pd.DataFrame({"params": med.index, "value": med.to_numpy(float)})
+    table = stats.summary(rows, ["params"], sort=False)[["params", "value"]]
     table["footprint_kb"] = table["params"].map(lambda p: param(p, "footprint_kb"))
     table["loads"] = table["params"].map(lambda p: param(p, "loads"))
     for kb, g in table.groupby("footprint_kb", sort=True):
         g = g.sort_values("loads", ignore_index=True)
         base = g.iloc[0]
-        out.append(from_values("mlp", "single_load_latency", "cycle",
-                               f"MLP round latency at {base['loads']:g} load ({kb_text(kb)} footprint)",
-                               samples(raw, "mlp", "latency", base["params"]),
-                               f"median round of {base['loads']:g} dependent chain in one thread", [base["params"]],
-                               method))  # fmt: skip
+        out.append(
+            from_values(
+                "mlp",
+                "single_load_latency",
+                "cycle",
+                f"MLP round latency at {base['loads']:g} load ({kb_text(kb)} footprint)",
+                samples(raw, "mlp", "latency", base["params"]),
+                f"median round of {base['loads']:g} dependent chain in one thread",
+                [base["params"]],
+                method,
+            )
+        )
         within = (g["value"] <= KNEE * base["value"]).to_numpy()
         n = int(np.argmin(within)) if not within.all() else len(g)  # points before the first one beyond KNEE
         knee, beyond = g.iloc[n - 1], g.iloc[n] if n < len(g) else None
-        after = (f"; at {beyond['loads']:g} it is {beyond['value'] / base['value'] - 1:+.1%}" if beyond is not None
-                 else f"; every count of the sweep stays within: the knee lies beyond {knee['loads']:g}")  # fmt: skip
-        out.append(Figure(case="mlp", metric="knee", unit="loads", kind="derived",
-                          name=f"MLP knee ({kb_text(kb)} footprint)", value=float(knee["loads"]), spread=math.nan,
-                          samples=int(rows["params"].isin(g["params"].iloc[: n + 1]).sum()),
-                          derivation=f"the most loads in flight whose round latency stays within {KNEE - 1:.0%} of "
-                          f"one load's ({base['value']:.4g} cycles) at that and every smaller count: at "
-                          f"{knee['loads']:g} loads {knee['value'] / base['value'] - 1:+.1%}{after}",
-                          params=knee["params"], points=tuple(g["params"].iloc[: n + 1]), method=method))  # fmt: skip
+        after = (
+            f"; at {beyond['loads']:g} it is {beyond['value'] / base['value'] - 1:+.1%}"
+            if beyond is not None
+            else f"; every count of the sweep stays within: the knee lies beyond {knee['loads']:g}"
+        )
+        out.append(
+            Figure(
+                case="mlp",
+                metric="knee",
+                unit="loads",
+                kind="derived",
+                name=f"MLP knee ({kb_text(kb)} footprint)",
+                value=float(knee["loads"]),
+                spread=math.nan,
+                samples=int(rows["params"].isin(g["params"].iloc[: n + 1]).sum()),
+                derivation=f"the most loads in flight whose round latency stays within {KNEE - 1:.0%} of "
+                f"one load's ({base['value']:.4g} cycles) at that and every smaller count: at "
+                f"{knee['loads']:g} loads {knee['value'] / base['value'] - 1:+.1%}{after}",
+                params=knee["params"],
+                points=tuple(g["params"].iloc[: n + 1]),
+                method=method,
+            )
+        )
     return keep(out)
 
 
 # --- bandwidth -------------------------------------------------------------------------------------------------------
 
 
-def plateau(raw: pd.DataFrame, generic: list[Figure], case: str, arch: str, gpu: str
-            ) -> tuple[str, tuple[str, ...], list[Check]] | None:  # fmt: skip
+def plateau(
+    raw: pd.DataFrame, generic: list[Figure], case: str, arch: str, gpu: str
+) -> tuple[str, tuple[str, ...], list[Check]] | None:
     """The point of a case's best bandwidth, the points of the plateau it stands on (checks.on_plateau: within PLATEAU
     of it), whose counters check a figure derived from it as they check the peak, and the peak's own plateau check
     where it fails (a figure derived from a peak that has not levelled has not either: it then stands on the peak's
@@ -456,11 +621,22 @@ def bandwidth(raw: pd.DataFrame, generic: list[Figure], arch: str, gpu: str) -> 
         if best is None or not sheet:
             continue
         at, level, against = best
-        how = (f"the best bandwidth point's GB/s (bytes read + written){_at(at)} / {sheet:g} GB/s, the {gpu} "
-               f"datasheet's DRAM bandwidth; {_checked(level, against)}")  # fmt: skip
-        share = make(case, "of_datasheet", "fraction", f"{case} best bandwidth, share of datasheet DRAM",
-                     lambda v: v / sheet, [samples(raw, case, "bandwidth", at)], how, level, methods().get(case, ""),
-                     at)  # fmt: skip
+        how = (
+            f"the best bandwidth point's GB/s (bytes read + written){_at(at)} / {sheet:g} GB/s, the {gpu} "
+            f"datasheet's DRAM bandwidth; {_checked(level, against)}"
+        )
+        share = make(
+            case,
+            "of_datasheet",
+            "fraction",
+            f"{case} best bandwidth, share of datasheet DRAM",
+            lambda v: v / sheet,
+            [samples(raw, case, "bandwidth", at)],
+            how,
+            level,
+            methods().get(case, ""),
+            at,
+        )
         out.append(_with(against, share))
     ours = plateau(raw, generic, "dram_copy", arch, gpu)
     for library in LIBRARIES:
@@ -473,10 +649,18 @@ def bandwidth(raw: pd.DataFrame, generic: list[Figure], arch: str, gpu: str) -> 
             "of a device-to-device copy; a read or a write alone is other work and is not compared); "
             f"{_checked(level, against)}"
         )
-        ratio = make("dram_copy", f"over_{library}", "ratio", f"dram_copy best bandwidth over {library}",
-                     lambda a, b: a / b, [samples(raw, "dram_copy", "bandwidth", at),
-                                          samples(raw, library, "bandwidth", theirs)], how, level,
-                     methods().get("dram_copy", ""), at)  # fmt: skip
+        ratio = make(
+            "dram_copy",
+            f"over_{library}",
+            "ratio",
+            f"dram_copy best bandwidth over {library}",
+            lambda a, b: a / b,
+            [samples(raw, "dram_copy", "bandwidth", at), samples(raw, library, "bandwidth", theirs)],
+            how,
+            level,
+            methods().get("dram_copy", ""),
+            at,
+        )
         out.append(_with(against, ratio))
     return keep(out)
 

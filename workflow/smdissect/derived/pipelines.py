@@ -4,7 +4,6 @@ The helpers are pure functions of the raw table; the view renders their figures,
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Hashable, Iterable, Mapping
 
@@ -13,7 +12,7 @@ import pandas as pd
 
 from ..archs import ISSUE_RATE
 from ..figures import Figure
-from ..tables import point_text
+from ..tables import parse_params, point_text
 
 KNEE = 0.9  # the ILP knee: the smallest ILP reaching this share of the best throughput at one warp count
 SHARED_INDEX = 0.7  # sharing index from which a pair shares one pipe (0 = only the issue limit, 1 = one pipe)
@@ -29,7 +28,7 @@ PAPER = {"dispatch_iadd3 dispatch latency": "dispatch_latency_sm120"}  # referen
 
 def param(params: str, key: str) -> object:
     """One value of a canonical-JSON point (None where absent)."""
-    return json.loads(params or "{}").get(key)
+    return parse_params(params).get(key)
 
 
 def series(raw: pd.DataFrame, case: str, metric: str) -> dict[str, np.ndarray]:
@@ -52,8 +51,9 @@ def medians(points: Mapping[Hashable, np.ndarray]) -> dict[Hashable, float]:
     return {k: float(np.median(v)) for k, v in points.items()}
 
 
-def robust(fn: Callable[[dict[Hashable, float]], float | None], points: Mapping[Hashable, np.ndarray]
-           ) -> tuple[float | None, float]:  # fmt: skip
+def robust(
+    fn: Callable[[dict[Hashable, float]], float | None], points: Mapping[Hashable, np.ndarray]
+) -> tuple[float | None, float]:
     """`fn` of the points' medians, and its spread: max - min of `fn` over the repeats (repeat r of every point
     together, so a figure derived over several points spreads as one launch's worth of each would make it)."""
     value = fn(medians(points))
@@ -70,12 +70,34 @@ def ratio_spread(top: np.ndarray, bottom: np.ndarray) -> float:
     return float(max(top) / min(bottom) - min(top) / max(bottom))
 
 
-def derived(case: str, metric: str, unit: str, name: str, value: float, spread: float, samples: int, derivation: str,
-            points: Iterable[str], params: str = "", method: str = "") -> Figure:  # fmt: skip
+def derived(
+    case: str,
+    metric: str,
+    unit: str,
+    name: str,
+    value: float,
+    spread: float,
+    samples: int,
+    derivation: str,
+    points: Iterable[str],
+    params: str = "",
+    method: str = "",
+) -> Figure:
     """A figure derived over one or several points of a case (kind 'derived')."""
-    return Figure(case=case, metric=metric, unit=unit, kind="derived", name=name, value=float(value),
-                  spread=float(spread), samples=int(samples), derivation=derivation, params=params,
-                  points=tuple(dict.fromkeys(points)), method=method)  # fmt: skip
+    return Figure(
+        case=case,
+        metric=metric,
+        unit=unit,
+        kind="derived",
+        name=name,
+        value=float(value),
+        spread=float(spread),
+        samples=int(samples),
+        derivation=derivation,
+        params=params,
+        points=tuple(dict.fromkeys(points)),
+        method=method,
+    )
 
 
 def method_of(generic: Iterable[Figure], case: str) -> str:
@@ -134,11 +156,22 @@ def knee_figures(raw: pd.DataFrame, generic: list[Figure]) -> list[Figure]:
             med = medians(pts)
             best = max(med, key=lambda i: med[i])
             steps = ", ".join(f"ilp {i}: {num(v)} ({v / med[best]:.0%})" for i, v in med.items())
-            out.append(derived(case, "ilp_knee", "ilp", f"{case} ILP knee at warps={warps}", knee, spread,
-                               sum(len(v) for v in pts.values()),
-                               f"smallest ILP reaching {KNEE:.0%} of the best throughput at warps={warps} "
-                               f"({num(med[best])} warp_inst/cycle/SM at ilp={best}): {steps}; spread: over the "
-                               "repeats", at.values(), method=method_of(generic, case)))  # fmt: skip
+            out.append(
+                derived(
+                    case,
+                    "ilp_knee",
+                    "ilp",
+                    f"{case} ILP knee at warps={warps}",
+                    knee,
+                    spread,
+                    sum(len(v) for v in pts.values()),
+                    f"smallest ILP reaching {KNEE:.0%} of the best throughput at warps={warps} "
+                    f"({num(med[best])} warp_inst/cycle/SM at ilp={best}): {steps}; spread: over the "
+                    "repeats",
+                    at.values(),
+                    method=method_of(generic, case),
+                )
+            )
     return out
 
 
@@ -257,22 +290,59 @@ def coissue_figures(raw: pd.DataFrame, generic: list[Figure]) -> list[Figure]:
         fx, ax, ay = r["x share of issue"], r["throughput_x_alone"], r["throughput_y_alone"]
         total, issue, shared = r["paired total"], r["issue-limited expectation"], r["shared-pipe expectation"]
         common = {"points": (at,), "params": at, "method": method_of(generic, case)}
-        out.append(derived(case, "paired_total", "warp_inst/cycle/SM", f"coissue {x}+{y} paired total", total,
-                           sp.get("paired total", 0.0), n, f"throughput_x + throughput_y of the pair launch: "
-                           f"{num(r['throughput_x'])} + {num(r['throughput_y'])} ({x} {fx:.0%} of the instructions)",
-                           **common))  # fmt: skip
+        out.append(
+            derived(
+                case,
+                "paired_total",
+                "warp_inst/cycle/SM",
+                f"coissue {x}+{y} paired total",
+                total,
+                sp.get("paired total", 0.0),
+                n,
+                f"throughput_x + throughput_y of the pair launch: "
+                f"{num(r['throughput_x'])} + {num(r['throughput_y'])} ({x} {fx:.0%} of the instructions)",
+                **common,
+            )
+        )
         issue_text = f"min({ISSUE_RATE:g}, {num(ax)}/{fx:.3f}, {num(ay)}/{1 - fx:.3f}) = {num(issue)}"
-        tell = "" if r["separable"] or x == y else (f"; cannot tell a shared pipe from the issue limit (the issue-"
-                                                    f"limited expectation is under {SEPARABLE:g}x the shared-pipe "
-                                                    f"one, {num(shared)})")  # fmt: skip
-        out.append(derived(case, "slowdown_beyond_issue", "ratio", f"coissue {x}+{y} slowdown beyond issue",
-                           issue / total, sp.get("slowdown beyond issue", 0.0), n, f"issue-limited expectation "
-                           f"{issue_text} over the paired total {num(total)}{tell}", **common))  # fmt: skip
+        tell = (
+            ""
+            if r["separable"] or x == y
+            else (
+                f"; cannot tell a shared pipe from the issue limit (the issue-"
+                f"limited expectation is under {SEPARABLE:g}x the shared-pipe "
+                f"one, {num(shared)})"
+            )
+        )
+        out.append(
+            derived(
+                case,
+                "slowdown_beyond_issue",
+                "ratio",
+                f"coissue {x}+{y} slowdown beyond issue",
+                issue / total,
+                sp.get("slowdown beyond issue", 0.0),
+                n,
+                f"issue-limited expectation {issue_text} over the paired total {num(total)}{tell}",
+                **common,
+            )
+        )
         if pd.notna(r["sharing index"]):
-            out.append(derived(case, "sharing_index", "index", f"coissue {x}+{y} sharing index", r["sharing index"],
-                               sp.get("sharing index", 0.0), n, f"(1/T - 1/E_issue) / (1/E_shared - 1/E_issue) with "
-                               f"T = {num(total)}, E_issue = {issue_text}, E_shared = 1/({fx:.3f}/{num(ax)} + "
-                               f"{1 - fx:.3f}/{num(ay)}) = {num(shared)}: {r['verdict']}", **common))  # fmt: skip
+            out.append(
+                derived(
+                    case,
+                    "sharing_index",
+                    "index",
+                    f"coissue {x}+{y} sharing index",
+                    r["sharing index"],
+                    sp.get("sharing index", 0.0),
+                    n,
+                    f"(1/T - 1/E_issue) / (1/E_shared - 1/E_issue) with "
+                    f"T = {num(total)}, E_issue = {issue_text}, E_shared = 1/({fx:.3f}/{num(ax)} + "
+                    f"{1 - fx:.3f}/{num(ay)}) = {num(shared)}: {r['verdict']}",
+                    **common,
+                )
+            )
     out += _alone_figures(raw, pairs, generic)
     out.append(_groups_figure(ev, groups, pairs, generic))
     return out
@@ -290,10 +360,20 @@ def _alone_figures(raw: pd.DataFrame, pairs: pd.DataFrame, generic: list[Figure]
                 points.append(str(r.params))
         if not pooled or case not in set(pairs["case"]):
             continue
-        out.append(derived(case, "throughput_alone", "warp_inst/cycle/SM", f"coissue {name} alone rate",
-                           float(np.median(pooled)), max(pooled) - min(pooled), len(pooled),
-                           f"median of its alone rate over the {len(points)} pair launches that time it alone (16 "
-                           "warps)", points, method=method_of(generic, case)))  # fmt: skip
+        out.append(
+            derived(
+                case,
+                "throughput_alone",
+                "warp_inst/cycle/SM",
+                f"coissue {name} alone rate",
+                float(np.median(pooled)),
+                max(pooled) - min(pooled),
+                len(pooled),
+                f"median of its alone rate over the {len(points)} pair launches that time it alone (16 warps)",
+                points,
+                method=method_of(generic, case),
+            )
+        )
     return out
 
 
@@ -302,15 +382,28 @@ def _groups_figure(ev: pd.DataFrame, groups: list[list[str]], pairs: pd.DataFram
     counts = ev[ev["x"] != ev["y"]]["verdict"].value_counts()
     self_pairs = ev[ev["x"] == ev["y"]]
     unsaturated = self_pairs.loc[self_pairs["sharing index"] < SHARED_INDEX, "name_x"].tolist()
-    weak = (f"; paired with itself below a sharing index of {SHARED_INDEX:g} (its alone rate is not its pipe's, so "
-            f"its verdicts are weaker): {', '.join(unsaturated)}" if unsaturated else "")  # fmt: skip
+    weak = (
+        f"; paired with itself below a sharing index of {SHARED_INDEX:g} (its alone rate is not its pipe's, so "
+        f"its verdicts are weaker): {', '.join(unsaturated)}"
+        if unsaturated
+        else ""
+    )
     first = str(ev.sort_values("x")["case"].iloc[0])
-    return derived(first, "pipe_groups", "groups", "pipe groups", len(groups), 0.0, len(ev),
-                   f"{len(groups)} separately loaded pipe groups among {len(classes(ev))} classes: "
-                   f"{groups_text(groups)} "
-                   f"(classes joined by every 'shared pipe' verdict, sharing index >= {SHARED_INDEX:g}); pairs: "
-                   f"{', '.join(f'{v}: {n}' for v, n in counts.items())}{weak}", pairs["params"],
-                   method=method_of(generic, first))  # fmt: skip
+    return derived(
+        first,
+        "pipe_groups",
+        "groups",
+        "pipe groups",
+        len(groups),
+        0.0,
+        len(ev),
+        f"{len(groups)} separately loaded pipe groups among {len(classes(ev))} classes: "
+        f"{groups_text(groups)} "
+        f"(classes joined by every 'shared pipe' verdict, sharing index >= {SHARED_INDEX:g}); pairs: "
+        f"{', '.join(f'{v}: {n}' for v, n in counts.items())}{weak}",
+        pairs["params"],
+        method=method_of(generic, first),
+    )
 
 
 def pair_figure_names(name: str) -> tuple[str, str, str] | None:
@@ -343,21 +436,42 @@ def subnormal_figures(raw: pd.DataFrame, generic: list[Figure]) -> list[Figure]:
         lat_n, lat_s = series(raw, normal, "latency"), series(raw, sub, "latency")
         if lat_n and lat_s:
             (pn, a), (ps, b) = next(iter(lat_n.items())), next(iter(lat_s.items()))
-            out.append(derived(sub, "latency_penalty", "x", f"{op} subnormal latency penalty",
-                               np.median(b) / np.median(a), ratio_spread(b, a), len(a) + len(b),
-                               f"{sub} latency / {normal} latency: {num(np.median(b))} / {num(np.median(a))} cycles",
-                               (pn, ps), params=ps, method=method))  # fmt: skip
+            out.append(
+                derived(
+                    sub,
+                    "latency_penalty",
+                    "x",
+                    f"{op} subnormal latency penalty",
+                    np.median(b) / np.median(a),
+                    ratio_spread(b, a),
+                    len(a) + len(b),
+                    f"{sub} latency / {normal} latency: {num(np.median(b))} / {num(np.median(a))} cycles",
+                    (pn, ps),
+                    params=ps,
+                    method=method,
+                )
+            )
         thr_n, thr_s = series(raw, normal, "throughput"), series(raw, sub, "throughput")
         if thr_n and thr_s:
             best_n = max(thr_n, key=lambda p: np.median(thr_n[p]))
             best_s = max(thr_s, key=lambda p: np.median(thr_s[p]))
             a, b = thr_n[best_n], thr_s[best_s]
-            out.append(derived(sub, "throughput_penalty", "x", f"{op} subnormal throughput penalty",
-                               np.median(a) / np.median(b), ratio_spread(a, b), len(a) + len(b),
-                               f"{normal} peak throughput / {sub} peak throughput: {num(np.median(a))} (at "
-                               f"{point_text(best_n)}) / {num(np.median(b))} (at {point_text(best_s)}) "
-                               "warp_inst/cycle/SM",
-                               (best_n, best_s), method=method))  # fmt: skip
+            out.append(
+                derived(
+                    sub,
+                    "throughput_penalty",
+                    "x",
+                    f"{op} subnormal throughput penalty",
+                    np.median(a) / np.median(b),
+                    ratio_spread(a, b),
+                    len(a) + len(b),
+                    f"{normal} peak throughput / {sub} peak throughput: {num(np.median(a))} (at "
+                    f"{point_text(best_n)}) / {num(np.median(b))} (at {point_text(best_s)}) "
+                    "warp_inst/cycle/SM",
+                    (best_n, best_s),
+                    method=method,
+                )
+            )
     return out
 
 
@@ -375,18 +489,41 @@ def dispatch_figures(raw: pd.DataFrame, generic: list[Figure]) -> list[Figure]:
         method = method_of(generic, case)
         if 1 in pts:
             at, v = pts[1]
-            out.append(derived(case, "dispatch", "cycle", f"{case} dispatch latency", np.median(v), np.ptp(v), len(v),
-                               "elapsed - clock_to_clock of the same launch at n = 1: cycles from a clock read to the "
-                               f"next clock read with one dependent op on the value between ({len(v)} launches, each "
-                               "the median of 64 timed pairs)", (at,), params=at, method=method))  # fmt: skip
+            out.append(
+                derived(
+                    case,
+                    "dispatch",
+                    "cycle",
+                    f"{case} dispatch latency",
+                    np.median(v),
+                    np.ptp(v),
+                    len(v),
+                    "elapsed - clock_to_clock of the same launch at n = 1: cycles from a clock read to the "
+                    f"next clock read with one dependent op on the value between ({len(v)} launches, each "
+                    "the median of 64 timed pairs)",
+                    (at,),
+                    params=at,
+                    method=method,
+                )
+            )
         chain = {n: v for n, (_, v) in pts.items() if n >= 1}
         fit, spread = robust(lambda m: slope(m.keys(), m.values()), chain)
         if fit is not None:
             listed = ", ".join(f"n={n}: {num(np.median(v))}" for n, v in sorted(chain.items()))
-            out.append(derived(case, "dispatch_slope", "cycle", f"{case} cycles per further dependent op", fit, spread,
-                               sum(len(v) for v in chain.values()), f"least-squares slope of dispatch over n ({listed})"
-                               "; spread: over the repeats", (pts[n][0] for n in sorted(chain)),
-                               method=method))  # fmt: skip
+            out.append(
+                derived(
+                    case,
+                    "dispatch_slope",
+                    "cycle",
+                    f"{case} cycles per further dependent op",
+                    fit,
+                    spread,
+                    sum(len(v) for v in chain.values()),
+                    f"least-squares slope of dispatch over n ({listed}); spread: over the repeats",
+                    (pts[n][0] for n in sorted(chain)),
+                    method=method,
+                )
+            )
     return out
 
 
@@ -395,8 +532,12 @@ def figures(frames: dict[str, pd.DataFrame], generic: list[Figure]) -> list[Figu
     raw = frames.get("raw", pd.DataFrame())
     if raw is None or raw.empty:
         return []
-    found = (knee_figures(raw, generic) + coissue_figures(raw, generic) + subnormal_figures(raw, generic)
-             + dispatch_figures(raw, generic))  # fmt: skip
+    found = (
+        knee_figures(raw, generic)
+        + coissue_figures(raw, generic)
+        + subnormal_figures(raw, generic)
+        + dispatch_figures(raw, generic)
+    )
     return with_papers(found, PAPER)
 
 

@@ -24,8 +24,10 @@ def _jackknife(sms: np.ndarray, watts: np.ndarray) -> dict[str, float]:
     if len(sms) < 3:
         return dict.fromkeys(("intercept_w", "slope_w_per_sm", "r2", "rms_w"), math.nan)
     fits = [power.line(np.delete(sms, i), np.delete(watts, i)) for i in range(len(sms))]
-    return {k: float(np.nanmax([f[k] for f in fits]) - np.nanmin([f[k] for f in fits]))
-            for k in ("intercept_w", "slope_w_per_sm", "r2", "rms_w")}  # fmt: skip
+    return {
+        k: float(np.nanmax([f[k] for f in fits]) - np.nanmin([f[k] for f in fits]))
+        for k in ("intercept_w", "slope_w_per_sm", "r2", "rms_w")
+    }
 
 
 def _fit_figures(case: str, mine: pd.DataFrame, used: pd.DataFrame, which: str, idle: np.ndarray) -> list[Figure]:
@@ -41,16 +43,43 @@ def _fit_figures(case: str, mine: pd.DataFrame, used: pd.DataFrame, which: str, 
     )
     base = {"case": case, "kind": "derived", "samples": len(pts), "points": pts}
     out = [
-        Figure(metric="p_infrastructure", unit="W", name=f"{case} P_infrastructure (fit intercept)",
-               value=fit["intercept_w"], spread=spread["intercept_w"], derivation=f"intercept of P = P_inf + k x SMs, "
-               f"{over}", **base),
-        Figure(metric="k_per_sm", unit="W/SM", name=f"{case} k per active SM (fit slope)",
-               value=fit["slope_w_per_sm"], spread=spread["slope_w_per_sm"], derivation=f"slope, {over}", **base),
-        Figure(metric="fit_r2", unit="1", name=f"{case} R^2 of the power fit", value=fit["r2"], spread=spread["r2"],
-               derivation=f"1 - SS_residual / SS_total, {over}", **base),
-        Figure(metric="fit_rms", unit="W", name=f"{case} rms residual of the power fit", value=fit["rms_w"],
-               spread=spread["rms_w"], derivation=f"root mean square residual, {over}", **base),
-    ]  # fmt: skip
+        Figure(
+            metric="p_infrastructure",
+            unit="W",
+            name=f"{case} P_infrastructure (fit intercept)",
+            value=fit["intercept_w"],
+            spread=spread["intercept_w"],
+            derivation=f"intercept of P = P_inf + k x SMs, {over}",
+            **base,
+        ),
+        Figure(
+            metric="k_per_sm",
+            unit="W/SM",
+            name=f"{case} k per active SM (fit slope)",
+            value=fit["slope_w_per_sm"],
+            spread=spread["slope_w_per_sm"],
+            derivation=f"slope, {over}",
+            **base,
+        ),
+        Figure(
+            metric="fit_r2",
+            unit="1",
+            name=f"{case} R^2 of the power fit",
+            value=fit["r2"],
+            spread=spread["r2"],
+            derivation=f"1 - SS_residual / SS_total, {over}",
+            **base,
+        ),
+        Figure(
+            metric="fit_rms",
+            unit="W",
+            name=f"{case} rms residual of the power fit",
+            value=fit["rms_w"],
+            spread=spread["rms_w"],
+            derivation=f"root mean square residual, {over}",
+            **base,
+        ),
+    ]
     if len(idle):
         idle_at = canonical_params({"sms": 0})
         gap = fit["intercept_w"] - float(np.median(idle))
@@ -71,10 +100,18 @@ def _fit_figures(case: str, mine: pd.DataFrame, used: pd.DataFrame, which: str, 
     for s, w in zip(mine["sms"].to_numpy(float), mine["power_w"].to_numpy(float), strict=True):
         p = canonical_params({"sms": int(s)})
         role = f"a point of the fit over the {which} points" if p in fitted else "left out of the fit (throttled)"
-        out.append(Figure(metric="fit_residual", unit="W", name=f"{case} fit residual at sms={int(s)}",
-                          value=float(w - (fit["intercept_w"] + fit["slope_w_per_sm"] * s)), spread=0.0,
-                          derivation=f"power at sms={int(s)} minus the fit's P_inf + k x {int(s)} ({role})",
-                          params=p, **(base | {"samples": 1, "points": (p,)})))  # fmt: skip
+        out.append(
+            Figure(
+                metric="fit_residual",
+                unit="W",
+                name=f"{case} fit residual at sms={int(s)}",
+                value=float(w - (fit["intercept_w"] + fit["slope_w_per_sm"] * s)),
+                spread=0.0,
+                derivation=f"power at sms={int(s)} minus the fit's P_inf + k x {int(s)} ({role})",
+                params=p,
+                **(base | {"samples": 1, "points": (p,)}),
+            )
+        )
     return out
 
 
@@ -116,11 +153,18 @@ def _efficiency(raw: pd.DataFrame, case: str, top: str, fp32_top: str | None) ->
 
 def _share(raw: pd.DataFrame, case: str, intercept: Figure, top: str) -> Figure | None:
     watts = samples(raw, case, "power", top)
-    share = make(case, "infrastructure_share", "%", f"{case} P_infrastructure share of the board power{at(top)}",
-                 lambda p: 100 * intercept.value / p, [watts],
-                 f"the fit's intercept ({intercept.value:.4g} W) / board power{at(top)} (the most SMs measured); "
-                 "spread: the power samples' and the intercept's leave-one-out range", (*intercept.points, top),
-                 params=top)  # fmt: skip
+    share = make(
+        case,
+        "infrastructure_share",
+        "%",
+        f"{case} P_infrastructure share of the board power{at(top)}",
+        lambda p: 100 * intercept.value / p,
+        [watts],
+        f"the fit's intercept ({intercept.value:.4g} W) / board power{at(top)} (the most SMs measured); "
+        "spread: the power samples' and the intercept's leave-one-out range",
+        (*intercept.points, top),
+        params=top,
+    )
     if share is not None and math.isfinite(intercept.spread):
         share.spread += 100 * intercept.spread / float(np.median(watts))
     return share
@@ -137,13 +181,31 @@ def _clock(raw: pd.DataFrame, case: str) -> list[Figure]:
     over = f"the {len(clocks)} NVML readings ({CLOCK}, every 25 ms) over its {len(loaded)} loaded 1 s windows"
     base = {"case": case, "kind": "derived", "spread": 0.0, "samples": len(clocks), "points": tuple(loaded)}
     return [
-        Figure(metric="sustained_clock_min", unit="MHz", name=f"{case} sustained SM clock, lowest", value=lo,
-               derivation=f"lowest of {over}", **base),
-        Figure(metric="sustained_clock_max", unit="MHz", name=f"{case} sustained SM clock, highest", value=hi,
-               derivation=f"highest of {over}", **base),
-        Figure(metric="clock_jitter", unit="%", name=f"{case} SM clock jitter under load", value=100 * (hi - lo) / mid,
-               derivation=f"100 x (highest - lowest) / median ({mid:.0f} MHz) of {over}", **base),
-    ]  # fmt: skip
+        Figure(
+            metric="sustained_clock_min",
+            unit="MHz",
+            name=f"{case} sustained SM clock, lowest",
+            value=lo,
+            derivation=f"lowest of {over}",
+            **base,
+        ),
+        Figure(
+            metric="sustained_clock_max",
+            unit="MHz",
+            name=f"{case} sustained SM clock, highest",
+            value=hi,
+            derivation=f"highest of {over}",
+            **base,
+        ),
+        Figure(
+            metric="clock_jitter",
+            unit="%",
+            name=f"{case} SM clock jitter under load",
+            value=100 * (hi - lo) / mid,
+            derivation=f"100 x (highest - lowest) / median ({mid:.0f} MHz) of {over}",
+            **base,
+        ),
+    ]
 
 
 def figures(frames: dict[str, pd.DataFrame], generic: list[Figure]) -> list[Figure]:

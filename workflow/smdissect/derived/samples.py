@@ -70,8 +70,18 @@ def run_of(raw: pd.DataFrame) -> tuple[str, str]:
     return arch, gpu
 
 
-def make(case: str, metric: str, unit: str, name: str, fn: Callable[..., float], parts: Sequence[np.ndarray],
-         derivation: str, points: Iterable[str], method: str = "", params: str = "") -> Figure | None:  # fmt: skip
+def make(
+    case: str,
+    metric: str,
+    unit: str,
+    name: str,
+    fn: Callable[..., float],
+    parts: Sequence[np.ndarray],
+    derivation: str,
+    points: Iterable[str],
+    method: str = "",
+    params: str = "",
+) -> Figure | None:
     """A derived figure: fn of the parts' medians; its spread the range of fn over the parts' extremes (each part at
     its min or max: for fn monotonic in each part, every value the samples allow); None where a part is empty or the
     value is not finite."""
@@ -85,18 +95,41 @@ def make(case: str, metric: str, unit: str, name: str, fn: Callable[..., float],
     corners = [c for c in corners if math.isfinite(c)]
     spread = max(corners) - min(corners) if corners else math.nan
     pts = tuple(dict.fromkeys(points))
-    return Figure(case=case, metric=metric, unit=unit, kind="derived", name=name, value=value, spread=spread,
-                  samples=int(sum(len(p) for p in parts)), derivation=derivation,
-                  params=params or (pts[0] if len(pts) == 1 else ""), points=pts, method=method)  # fmt: skip
+    return Figure(
+        case=case,
+        metric=metric,
+        unit=unit,
+        kind="derived",
+        name=name,
+        value=value,
+        spread=spread,
+        samples=int(sum(len(p) for p in parts)),
+        derivation=derivation,
+        params=params or (pts[0] if len(pts) == 1 else ""),
+        points=pts,
+        method=method,
+    )
 
 
-def from_values(case: str, metric: str, unit: str, name: str, values: np.ndarray, derivation: str,
-                points: Iterable[str], method: str = "", params: str = "") -> Figure | None:  # fmt: skip
+def from_values(
+    case: str,
+    metric: str,
+    unit: str,
+    name: str,
+    values: np.ndarray,
+    derivation: str,
+    points: Iterable[str],
+    method: str = "",
+    params: str = "",
+) -> Figure | None:
     """A derived figure that is one value per sample (each sample transformed alone): their median and range."""
     values = np.asarray(values, float)
     values = values[np.isfinite(values)]
-    return make(case, metric, unit, name, lambda v: v, [values], derivation, points, method, params) if len(
-        values) else None  # fmt: skip
+    return (
+        make(case, metric, unit, name, lambda v: v, [values], derivation, points, method, params)
+        if len(values)
+        else None
+    )
 
 
 def at(params: str) -> str:

@@ -30,9 +30,13 @@ SLOWED = 0.75  # a partner slows warp 0 when warp 0's rate falls below this shar
 STEP = 0.5  # a scoreboard step: cycles per iteration rise by this share of a one-load iteration between two points
 CHAIN_MIN = 64  # a kernel whose most common opcode appears this often holds a dependent chain
 # reference/ rows the derived figures stand for (the seed paper's sm_120 figures; compare shows them side by side)
-PAPER = {"scoreboard depth": "scoreboard_depth_min_sm120", "setmaxnreg.dec cost": "setmaxnreg_dec_latency_sm120",
-         "setmaxnreg.inc cost": "setmaxnreg_inc_latency_sm120", "warps_iadd3 warps to saturate":
-         "iadd3_saturation_warps_sm120", "warps_mufu warps to saturate": "sfu_saturation_warps_sm120"}  # fmt: skip
+PAPER = {
+    "scoreboard depth": "scoreboard_depth_min_sm120",
+    "setmaxnreg.dec cost": "setmaxnreg_dec_latency_sm120",
+    "setmaxnreg.inc cost": "setmaxnreg_inc_latency_sm120",
+    "warps_iadd3 warps to saturate": "iadd3_saturation_warps_sm120",
+    "warps_mufu warps to saturate": "sfu_saturation_warps_sm120",
+}
 
 # --- sub-core binding --------------------------------------------------------------------------------------------
 
@@ -67,42 +71,96 @@ def subcore_figures(raw: pd.DataFrame, generic: list[Figure]) -> list[Figure]:
             continue
         unit, method = unit_of(raw, case, "throughput"), method_of(generic, case)
         a = thr[alone]
-        out.append(derived(case, "throughput", unit, f"{case} warp 0 alone", np.median(a), np.ptp(a), len(a),
-                           f"warp 0's ILP-8 chain with no partner warp ({len(a)} launches)", (alone,), params=alone,
-                           method=method))  # fmt: skip
+        out.append(
+            derived(
+                case,
+                "throughput",
+                unit,
+                f"{case} warp 0 alone",
+                np.median(a),
+                np.ptp(a),
+                len(a),
+                f"warp 0's ILP-8 chain with no partner warp ({len(a)} launches)",
+                (alone,),
+                params=alone,
+                method=method,
+            )
+        )
         pooled = {}
-        for side, pts, text in (("same", same, "a warp of its own sub-partition"),
-                                ("other", other, "a warp of another sub-partition")):  # fmt: skip
+        for side, pts, text in (
+            ("same", same, "a warp of its own sub-partition"),
+            ("other", other, "a warp of another sub-partition"),
+        ):
             if not pts:
                 continue
             pooled[side] = np.concatenate([thr[p] for p in pts])
             listed = ", ".join(f"partner {param(p, 'partner')}" for p in pts)
-            out.append(derived(case, "throughput", unit, f"{case} warp 0 beside {text}", np.median(pooled[side]),
-                               np.ptp(pooled[side]), len(pooled[side]), f"median of warp 0's rate over the launches "
-                               f"beside {listed} (%warpid % 4 {'equal to' if side == 'same' else 'unlike'} warp 0's)",
-                               pts, method=method))  # fmt: skip
+            out.append(
+                derived(
+                    case,
+                    "throughput",
+                    unit,
+                    f"{case} warp 0 beside {text}",
+                    np.median(pooled[side]),
+                    np.ptp(pooled[side]),
+                    len(pooled[side]),
+                    f"median of warp 0's rate over the launches "
+                    f"beside {listed} (%warpid % 4 {'equal to' if side == 'same' else 'unlike'} warp 0's)",
+                    pts,
+                    method=method,
+                )
+            )
         if len(pooled) == 2:
-            out.append(derived(case, "slowdown", "x", f"{case} same-sub-partition slowdown",
-                               np.median(pooled["other"]) / np.median(pooled["same"]),
-                               ratio_spread(pooled["other"], pooled["same"]),
-                               len(pooled["other"]) + len(pooled["same"]),
-                               "warp 0's rate beside another sub-partition's warp / beside its own sub-partition's "
-                               "(2.00: the two warps share one scheduler's issue slots or one pipe)", same + other,
-                               method=method))  # fmt: skip
+            out.append(
+                derived(
+                    case,
+                    "slowdown",
+                    "x",
+                    f"{case} same-sub-partition slowdown",
+                    np.median(pooled["other"]) / np.median(pooled["same"]),
+                    ratio_spread(pooled["other"], pooled["same"]),
+                    len(pooled["other"]) + len(pooled["same"]),
+                    "warp 0's rate beside another sub-partition's warp / beside its own sub-partition's "
+                    "(2.00: the two warps share one scheduler's issue slots or one pipe)",
+                    same + other,
+                    method=method,
+                )
+            )
         if same or other:
             rate = {p: float(np.median(v)) for p, v in thr.items()}
-            out.append(derived(case, "binding", "fraction", f"{case} sub-partition binding",
-                               binding(rate, rate[alone], same, other), 0.0, sum(len(thr[p]) for p in same + other),
-                               f"share of the partner warps that slow warp 0 below {SLOWED:.0%} of its rate alone "
-                               "exactly when their %warpid % 4 equals warp 0's (1 = each warp is bound to "
-                               "sub-partition %warpid % 4)", [alone, *same, *other], method=method))  # fmt: skip
+            out.append(
+                derived(
+                    case,
+                    "binding",
+                    "fraction",
+                    f"{case} sub-partition binding",
+                    binding(rate, rate[alone], same, other),
+                    0.0,
+                    sum(len(thr[p]) for p in same + other),
+                    f"share of the partner warps that slow warp 0 below {SLOWED:.0%} of its rate alone "
+                    "exactly when their %warpid % 4 equals warp 0's (1 = each warp is bound to "
+                    "sub-partition %warpid % 4)",
+                    [alone, *same, *other],
+                    method=method,
+                )
+            )
         if same and all(p in pair for p in same):
             both = np.concatenate([pair[p] for p in same])
-            out.append(derived(case, "pair_throughput", unit_of(raw, case, "pair_throughput"),
-                               f"{case} pair rate on one sub-partition", np.median(both), np.ptp(both), len(both),
-                               "warp 0 and a partner of its sub-partition together: both warps' instructions over "
-                               "their common span (one scheduler's rate for the pipe)", same,
-                               method=method))  # fmt: skip
+            out.append(
+                derived(
+                    case,
+                    "pair_throughput",
+                    unit_of(raw, case, "pair_throughput"),
+                    f"{case} pair rate on one sub-partition",
+                    np.median(both),
+                    np.ptp(both),
+                    len(both),
+                    "warp 0 and a partner of its sub-partition together: both warps' instructions over "
+                    "their common span (one scheduler's rate for the pipe)",
+                    same,
+                    method=method,
+                )
+            )
     return out
 
 
@@ -129,10 +187,22 @@ def warps_figures(raw: pd.DataFrame, generic: list[Figure]) -> list[Figure]:
         med = {w: float(np.median(v)) for w, v in pts.items()}
         best = max(med, key=lambda w: med[w])
         listed = ", ".join(f"{w}: {num(v)}" for w, v in sorted(med.items()))
-        out.append(derived(case, "saturation_warps", "warp", f"{case} warps to saturate", warps, spread,
-                           sum(len(v) for v in pts.values()), f"fewest warps (one dependent chain each) reaching "
-                           f"{KNEE:.0%} of the best rate ({num(med[best])} warp_inst/cycle/SM at {best} warps); by "
-                           f"warps: {listed}", thr.keys(), method=method_of(generic, case)))  # fmt: skip
+        out.append(
+            derived(
+                case,
+                "saturation_warps",
+                "warp",
+                f"{case} warps to saturate",
+                warps,
+                spread,
+                sum(len(v) for v in pts.values()),
+                f"fewest warps (one dependent chain each) reaching "
+                f"{KNEE:.0%} of the best rate ({num(med[best])} warp_inst/cycle/SM at {best} warps); by "
+                f"warps: {listed}",
+                thr.keys(),
+                method=method_of(generic, case),
+            )
+        )
     return out
 
 
@@ -159,14 +229,26 @@ def scoreboard_figures(raw: pd.DataFrame, generic: list[Figure]) -> list[Figure]
     med = {n: float(np.median(v)) for n, v in pts.items()}
     depth, rise = scoreboard_depth(med)
     _, spread = robust(lambda m: scoreboard_depth(m)[0], pts)
-    where = (f"{depth} loads {num(med[depth])} -> {rise} loads {num(med[rise])} cycles (+{num(med[rise] - med[depth])}"
-             f"): the SM keeps at least {depth} loads of one thread in flight, fewer than {rise} before the step"
-             if rise is not None else f"no step up to {depth} loads: at least {depth}")  # fmt: skip
-    fig = derived("scoreboard_depth", "depth", "loads", "scoreboard depth", depth, spread,
-                  sum(len(v) for v in pts.values()), f"most independent ld.global.cg loads issued before the first use "
-                  f"while cycles per iteration stay within one round trip: the first rise by more than {STEP:.0%} of a "
-                  f"one-load iteration ({num(med[min(med)])} cycles) between two swept counts is {where}",
-                  cycles.keys(), method=method_of(generic, "scoreboard_depth"))  # fmt: skip
+    where = (
+        f"{depth} loads {num(med[depth])} -> {rise} loads {num(med[rise])} cycles (+{num(med[rise] - med[depth])}"
+        f"): the SM keeps at least {depth} loads of one thread in flight, fewer than {rise} before the step"
+        if rise is not None
+        else f"no step up to {depth} loads: at least {depth}"
+    )
+    fig = derived(
+        "scoreboard_depth",
+        "depth",
+        "loads",
+        "scoreboard depth",
+        depth,
+        spread,
+        sum(len(v) for v in pts.values()),
+        f"most independent ld.global.cg loads issued before the first use "
+        f"while cycles per iteration stay within one round trip: the first rise by more than {STEP:.0%} of a "
+        f"one-load iteration ({num(med[min(med)])} cycles) between two swept counts is {where}",
+        cycles.keys(),
+        method=method_of(generic, "scoreboard_depth"),
+    )
     return [fig]
 
 
@@ -182,10 +264,21 @@ def setmaxnreg_figures(raw: pd.DataFrame, generic: list[Figure]) -> list[Figure]
             continue
         pooled = np.concatenate(list(pts.values()))
         listed = ", ".join(f"low={param(p, 'low')}: {num(np.median(v))}" for p, v in pts.items())
-        out.append(derived("setmaxnreg", metric, unit_of(raw, "setmaxnreg", metric), f"{what} cost",
-                           np.median(pooled), np.ptp(pooled), len(pooled), f"median cycles per {what} over every "
-                           f"register count given back ({listed}), the same loop's clock reads without it subtracted",
-                           pts.keys(), method=method_of(generic, "setmaxnreg")))  # fmt: skip
+        out.append(
+            derived(
+                "setmaxnreg",
+                metric,
+                unit_of(raw, "setmaxnreg", metric),
+                f"{what} cost",
+                np.median(pooled),
+                np.ptp(pooled),
+                len(pooled),
+                f"median cycles per {what} over every "
+                f"register count given back ({listed}), the same loop's clock reads without it subtracted",
+                pts.keys(),
+                method=method_of(generic, "setmaxnreg"),
+            )
+        )
     return out
 
 
@@ -214,37 +307,83 @@ def patch_figures(raw: pd.DataFrame, generic: list[Figure]) -> list[Figure]:
         k, spread = robust(safe_stall, wrong)
         listed = ", ".join(f"{s}: {num(np.median(v))}" for s, v in sorted(wrong.items()))
         if k is not None:
-            out.append(derived("stall_patch", "safe_stall", "cycle", "stall_patch smallest safe stall count", k,
-                               spread, sum(len(v) for v in wrong.values()), f"smallest stall count of the chain FFMAs "
-                               f"from which no thread of 4 warps gets a wrong result; wrong threads by stall count: "
-                               f"{listed}", points, method=method))  # fmt: skip
+            out.append(
+                derived(
+                    "stall_patch",
+                    "safe_stall",
+                    "cycle",
+                    "stall_patch smallest safe stall count",
+                    k,
+                    spread,
+                    sum(len(v) for v in wrong.values()),
+                    f"smallest stall count of the chain FFMAs "
+                    f"from which no thread of 4 warps gets a wrong result; wrong threads by stall count: "
+                    f"{listed}",
+                    points,
+                    method=method,
+                )
+            )
             above = {s: v for s, v in cycles.items() if s >= k}
             fit, fit_spread = robust(lambda m: slope(m.keys(), m.values()), above)
             if fit is not None:
-                out.append(derived("stall_patch", "stall_slope", "cycle", "stall_patch cycles per stall count", fit,
-                                   fit_spread, sum(len(v) for v in above.values()), "least-squares slope of cycles per "
-                                   f"FFMA over the safe stall counts ({', '.join(str(s) for s in sorted(above))}): "
-                                   "what each stall cycle the compiler encodes costs the chain", points,
-                                   method=method))  # fmt: skip
+                out.append(
+                    derived(
+                        "stall_patch",
+                        "stall_slope",
+                        "cycle",
+                        "stall_patch cycles per stall count",
+                        fit,
+                        fit_spread,
+                        sum(len(v) for v in above.values()),
+                        "least-squares slope of cycles per "
+                        f"FFMA over the safe stall counts ({', '.join(str(s) for s in sorted(above))}): "
+                        "what each stall cycle the compiler encodes costs the chain",
+                        points,
+                        method=method,
+                    )
+                )
     per_iter = series(raw, "yield_patch", "cycles_per_iteration")
     by = {(int(param(p, "warps")), int(param(p, "flipped"))): (p, v) for p, v in per_iter.items()}
     for warps in sorted({w for w, _ in by}):
         if (warps, 0) not in by or (warps, 1) not in by:
             continue
         (p0, base), (p1, flipped) = by[(warps, 0)], by[(warps, 1)]
-        out.append(derived("yield_patch", "yield_ratio", "x", f"yield_patch inverted yield at warps={warps}",
-                           np.median(flipped) / np.median(base), ratio_spread(flipped, base), len(base) + len(flipped),
-                           f"cycles per iteration with the chain FFMAs' yield flag inverted / with the compiler's: "
-                           f"{num(np.median(flipped))} / {num(np.median(base))}", (p0, p1), params=p1,
-                           method=method_of(generic, "yield_patch")))  # fmt: skip
+        out.append(
+            derived(
+                "yield_patch",
+                "yield_ratio",
+                "x",
+                f"yield_patch inverted yield at warps={warps}",
+                np.median(flipped) / np.median(base),
+                ratio_spread(flipped, base),
+                len(base) + len(flipped),
+                f"cycles per iteration with the chain FFMAs' yield flag inverted / with the compiler's: "
+                f"{num(np.median(flipped))} / {num(np.median(base))}",
+                (p0, p1),
+                params=p1,
+                method=method_of(generic, "yield_patch"),
+            )
+        )
     bad = series(raw, "yield_patch", "wrong_results")
     if bad:
         pooled = np.concatenate(list(bad.values()))
         worst = max(bad, key=lambda p: float(np.max(bad[p])))
-        out.append(derived("yield_patch", "wrong_results", "thread", "yield_patch wrong results", float(np.max(pooled)),
-                           float(np.ptp(pooled)), len(pooled), f"most threads with a wrong result in any launch over "
-                           f"every warp count and yield flag (at {point_text(worst)}): the yield flag does not guard "
-                           "the chain's results", bad.keys(), method=method_of(generic, "yield_patch")))  # fmt: skip
+        out.append(
+            derived(
+                "yield_patch",
+                "wrong_results",
+                "thread",
+                "yield_patch wrong results",
+                float(np.max(pooled)),
+                float(np.ptp(pooled)),
+                len(pooled),
+                f"most threads with a wrong result in any launch over "
+                f"every warp count and yield flag (at {point_text(worst)}): the yield flag does not guard "
+                "the chain's results",
+                bad.keys(),
+                method=method_of(generic, "yield_patch"),
+            )
+        )
     return out
 
 
@@ -261,9 +400,15 @@ def chain_stalls(codes: pd.DataFrame) -> pd.DataFrame:
         if count < CHAIN_MIN:
             continue
         ops = group[group["opcode"] == opcode]
-        rows.append(dict(zip(keys, key, strict=True)) | {
-            "opcode": opcode, "count": count, "stall": int(ops["stall"].mode().iloc[0]),
-            "yield_share": float(ops["yield_"].mean())})  # fmt: skip
+        rows.append(
+            dict(zip(keys, key, strict=True))
+            | {
+                "opcode": opcode,
+                "count": count,
+                "stall": int(ops["stall"].mode().iloc[0]),
+                "yield_share": float(ops["yield_"].mean()),
+            }
+        )
     return pd.DataFrame(rows, columns=[*keys, "opcode", "count", "stall", "yield_share"])
 
 
@@ -282,10 +427,22 @@ def control_code_figures(frames: dict[str, pd.DataFrame], generic: list[Figure])
         if r.kernel not in owners.index:
             continue
         case, at = str(owners.loc[r.kernel, "case"]), str(owners.loc[r.kernel, "params"])
-        out.append(derived(case, "compiler_stall", "cycle", f"{r.kernel} compiler stall count", r.stall, 0.0, r.count,
-                           f"the most common stall count ptxas encodes on the {r.count} {r.opcode} of {r.kernel} "
-                           f"(static: the SASS control codes; yield flag on {r.yield_share:.0%} of them)", (at,),
-                           params=at, method=method_of(generic, case)))  # fmt: skip
+        out.append(
+            derived(
+                case,
+                "compiler_stall",
+                "cycle",
+                f"{r.kernel} compiler stall count",
+                r.stall,
+                0.0,
+                r.count,
+                f"the most common stall count ptxas encodes on the {r.count} {r.opcode} of {r.kernel} "
+                f"(static: the SASS control codes; yield flag on {r.yield_share:.0%} of them)",
+                (at,),
+                params=at,
+                method=method_of(generic, case),
+            )
+        )
     return out
 
 
@@ -294,6 +451,12 @@ def figures(frames: dict[str, pd.DataFrame], generic: list[Figure]) -> list[Figu
     raw = frames.get("raw", pd.DataFrame())
     if raw is None or raw.empty:
         return []
-    return with_papers(subcore_figures(raw, generic) + warps_figures(raw, generic) + scoreboard_figures(raw, generic)
-                       + setmaxnreg_figures(raw, generic) + patch_figures(raw, generic)
-                       + control_code_figures(frames, generic), PAPER)  # fmt: skip
+    return with_papers(
+        subcore_figures(raw, generic)
+        + warps_figures(raw, generic)
+        + scoreboard_figures(raw, generic)
+        + setmaxnreg_figures(raw, generic)
+        + patch_figures(raw, generic)
+        + control_code_figures(frames, generic),
+        PAPER,
+    )

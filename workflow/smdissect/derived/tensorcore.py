@@ -58,9 +58,19 @@ def _case_figures(raw: pd.DataFrame, generic: list[Figure], case: str, arch: str
     thr = samples(raw, case, "throughput", where)
     wgmma = case.startswith("wgmma")
     per, what = (1, "wgmma on the SM") if wgmma else (SMSPS, "of them on one sub-partition")
-    out = [make(case, "issue_interval", "cycle", f"{case} issue interval", lambda t: per / t, [thr],
-                f"{per} / throughput {float(pd.Series(thr).median()):.4g} op/cycle/SM{at(where)} (the point of "
-                f"{basis}): cycles between two {what}", [where])]  # fmt: skip
+    out = [
+        make(
+            case,
+            "issue_interval",
+            "cycle",
+            f"{case} issue interval",
+            lambda t: per / t,
+            [thr],
+            f"{per} / throughput {float(pd.Series(thr).median()):.4g} op/cycle/SM{at(where)} (the point of "
+            f"{basis}): cycles between two {what}",
+            [where],
+        )
+    ]
     flops = samples(raw, case, "flops", where)
     peak = peak_per_cycle(arch, case, gpu)
     fmt, sparse, _ = tensor_format(case)
@@ -128,15 +138,23 @@ def _source(arch: str, gpu: str) -> str:
 def gap(raw: pd.DataFrame, generic: list[Figure]) -> Figure | None:
     """The best wgmma f16 -> f32 FLOP/cycle/SM over mma.sync m16n8k16 f16 -> f32's, each at its peak point."""
     sync_at = point_of(generic, GAP_MMA, "flops")
-    best = [(f.value, f.case, f.params) for f in generic if f.case in GAP_WGMMA and f.metric == "flops" and f.kind ==
-            "peak"]  # fmt: skip
+    best = [
+        (f.value, f.case, f.params) for f in generic if f.case in GAP_WGMMA and f.metric == "flops" and f.kind == "peak"
+    ]
     if sync_at is None or not best:
         return None
     _, case, wg_at = max(best)
-    return make(case, "over_mma_sync", "x", "wgmma f16 over mma.sync f16 FLOP/cycle/SM", lambda w, s: w / s,
-                [samples(raw, case, "flops", wg_at), samples(raw, GAP_MMA, "flops", sync_at)],
-                f"peak FLOP/cycle/SM of {case}{at(wg_at)} / peak FLOP/cycle/SM of {GAP_MMA}{at(sync_at)}",
-                [wg_at, sync_at], params=wg_at)  # fmt: skip
+    return make(
+        case,
+        "over_mma_sync",
+        "x",
+        "wgmma f16 over mma.sync f16 FLOP/cycle/SM",
+        lambda w, s: w / s,
+        [samples(raw, case, "flops", wg_at), samples(raw, GAP_MMA, "flops", sync_at)],
+        f"peak FLOP/cycle/SM of {case}{at(wg_at)} / peak FLOP/cycle/SM of {GAP_MMA}{at(sync_at)}",
+        [wg_at, sync_at],
+        params=wg_at,
+    )
 
 
 def saturation_figures(raw: pd.DataFrame, generic: list[Figure]) -> list[Figure]:
@@ -156,11 +174,23 @@ def saturation_figures(raw: pd.DataFrame, generic: list[Figure]) -> list[Figure]
         if warps is None:
             continue
         steps = ", ".join(f"{w}: {num(float(pd.Series(v).median()))}" for w, v in pts.items())
-        out.append(Figure(case=case, metric="saturation_warps", unit="warp", kind="derived",
-                          name=f"{case} warps to saturate at ilp={ilp}", value=float(warps), spread=spread,
-                          samples=sum(len(v) for v in pts.values()), derivation=f"fewest warps reaching {KNEE:.0%} of "
-                          f"the best throughput over warps at ilp={ilp} (op/cycle/SM by warps: {steps}); spread: over "
-                          "the repeats", points=tuple(at_ilp.values()), method=method_of(generic, case)))  # fmt: skip
+        out.append(
+            Figure(
+                case=case,
+                metric="saturation_warps",
+                unit="warp",
+                kind="derived",
+                name=f"{case} warps to saturate at ilp={ilp}",
+                value=float(warps),
+                spread=spread,
+                samples=sum(len(v) for v in pts.values()),
+                derivation=f"fewest warps reaching {KNEE:.0%} of "
+                f"the best throughput over warps at ilp={ilp} (op/cycle/SM by warps: {steps}); spread: over "
+                "the repeats",
+                points=tuple(at_ilp.values()),
+                method=method_of(generic, case),
+            )
+        )
     return out
 
 

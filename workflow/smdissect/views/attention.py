@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from smdissect import report
+from smdissect import charts, evidence, markup
 
 VARIANTS = ["full", "no_softmax", "no_qk", "no_pv", "no_qk_no_pv", "double_softmax", "double_qk"]
 PAPER = {"softmax": "flashattn_softmax_share_sm120", "tensor core": "flashattn_tc_share_sm120"}  # reference ids
@@ -19,7 +19,7 @@ def _order(rows: pd.DataFrame, metrics: tuple[str, ...]) -> pd.DataFrame:
     """Figures sorted by their point (POINT's axes), then by metric in `metrics` order."""
     out = rows.copy()
     for key in POINT:
-        out[f"_{key}"] = pd.to_numeric(out["params"].map(lambda p, k=key: report.param(p, k)), errors="coerce")
+        out[f"_{key}"] = pd.to_numeric(out["params"].map(lambda p, k=key: evidence.param(p, k)), errors="coerce")
     out["_metric"] = out["metric"].map(lambda m: metrics.index(m) if m in metrics else len(metrics))
     keys = [f"_{k}" for k in POINT]
     return out.sort_values([*keys, "_metric", "case"], kind="stable").drop(columns=[*keys, "_metric"])
@@ -51,13 +51,14 @@ def _split_chart(table: pd.DataFrame, paper: dict[str, float]) -> str:
     """Stacked bars: softmax, tensor core and the rest of the per-tile cycles, per head dim and CTAs per SM (the
     derived figures), with the paper's sm_120 split as its own bar."""
     import altair as alt  # the pages' machine has it; a GPU machine making tables may not
+
     bars = []
     mine = table[table["case"] == "tile_full"]
     for params, g in mine.groupby("params", sort=False):
         values = dict(zip(g["metric"], g["value"], strict=True))
         if "softmax_share" not in values or "tensor_share" not in values:
             continue
-        label = f"d={report.param(params, 'head_dim')}, {report.param(params, 'ctas_per_sm')} CTA/SM"
+        label = f"d={evidence.param(params, 'head_dim')}, {evidence.param(params, 'ctas_per_sm')} CTA/SM"
         soft, tensor = values["softmax_share"], values["tensor_share"]
         bars += [(label, "softmax", soft), (label, "tensor core", tensor), (label, "other", 100 - soft - tensor)]
     bars += [("paper sm_120", part, share) for part, share in paper.items()]
@@ -72,16 +73,16 @@ def _split_chart(table: pd.DataFrame, paper: dict[str, float]) -> str:
         )
         .properties(width=420, height=260)
     )
-    return report.svg(chart)
+    return charts.svg(chart)
 
 
 def _decomposition_section(frames: dict[str, pd.DataFrame]) -> str:
-    figures = report.figures_of(frames)
+    figures = evidence.figures_of(frames)
     table = decomposition(figures)
     if table.empty:
-        return report.empty("no per-tile attention measurements")
+        return markup.empty("no per-tile attention measurements")
     paper = paper_split(frames)
-    note = report.empty(
+    note = markup.empty(
         "shares from one wave of CTAs over 4096 keys (64 tiles): softmax = (full - no_softmax) / full, tensor core "
         "= (full - no_qk_no_pv) / full; they need not add to 100%: the K/V streaming, loop and what the two stages "
         "overlap make the rest (negative where they overlap). softmax_share and tensor_share measure the same two "
@@ -89,8 +90,13 @@ def _decomposition_section(frames: dict[str, pd.DataFrame]) -> str:
         + ", ".join(f"{part} {share:g}%" for part, share in paper.items())
     )
     cycles = tiles(figures)
-    return (_split_chart(table, paper) + note + report.figure_table(table)
-            + "<h3>Cycles per tile of every variant</h3>" + report.figure_table(cycles))  # fmt: skip
+    return (
+        _split_chart(table, paper)
+        + note
+        + evidence.figure_table(table)
+        + "<h3>Cycles per tile of every variant</h3>"
+        + evidence.figure_table(cycles)
+    )
 
 
 def throughput(figures: pd.DataFrame) -> pd.DataFrame:
@@ -102,20 +108,20 @@ def throughput(figures: pd.DataFrame) -> pd.DataFrame:
     if rows.empty:
         return rows
     for key in ("dtype", "head_dim", "seqlen"):
-        rows[f"_{key}"] = pd.to_numeric(rows["params"].map(lambda p, k=key: report.param(p, k)), errors="coerce")
+        rows[f"_{key}"] = pd.to_numeric(rows["params"].map(lambda p, k=key: evidence.param(p, k)), errors="coerce")
     rows["_m"] = rows["metric"].map({"tflops": 0, "over_torch_sdpa": 1})
     keys = ["_dtype", "_head_dim", "_seqlen", "_m", "case"]
     return rows.sort_values(keys, kind="stable").drop(columns=keys[:-1])
 
 
 def _throughput_section(frames: dict[str, pd.DataFrame]) -> str:
-    table = throughput(report.figures_of(frames))
+    table = throughput(evidence.figures_of(frames))
     if table.empty:
-        return report.empty("no whole-kernel attention measurements")
-    note = report.empty(
+        return markup.empty("no whole-kernel attention measurements")
+    note = markup.empty(
         "4 bh seqlen^2 d FLOP per forward call (causal=False), CUDA events, median of the repeats; dtype 0 bf16, 1 f16"
     )
-    return note + report.figure_table(table)
+    return note + evidence.figure_table(table)
 
 
 def sections(frames: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:

@@ -7,33 +7,42 @@ from __future__ import annotations
 
 import pandas as pd
 
-from smdissect import report
+from smdissect import charts, evidence, markup
 from smdissect.derived.cluster import sm_groups
 
 BARRIERS = {"cluster_barrier": "arrive (release) + wait", "cluster_barrier_relaxed": "arrive.relaxed + wait"}
-CHASES = {"dsmem_latency": "peer CTA (shared::cluster)", "dsmem_latency_own": "own CTA (shared::cluster)",
-          "smem_latency_local": "own CTA (ld.shared)"}  # fmt: skip
-STREAMS = {"dsmem_read": ("read", "peer CTA"), "dsmem_write": ("write", "peer CTA"),
-           "smem_read_local": ("read", "own CTA"), "smem_write_local": ("write", "own CTA")}  # fmt: skip
+CHASES = {
+    "dsmem_latency": "peer CTA (shared::cluster)",
+    "dsmem_latency_own": "own CTA (shared::cluster)",
+    "smem_latency_local": "own CTA (ld.shared)",
+}
+STREAMS = {
+    "dsmem_read": ("read", "peer CTA"),
+    "dsmem_write": ("write", "peer CTA"),
+    "smem_read_local": ("read", "own CTA"),
+    "smem_write_local": ("write", "own CTA"),
+}
 PLACEMENT = ["max_active_clusters", "active_sms", "smid_span", "groups_all_launches", "largest_group"]
 COLUMNS = ("figure", "value", "unit", "spread", "status", "reason")
 
 
-def _figures(frames: dict[str, pd.DataFrame], cases: list[str], metrics: tuple[str, ...] = (),
-             columns: tuple[str, ...] = COLUMNS) -> str:  # fmt: skip
-    figs = report.figures_of(frames, cases=tuple(cases), metrics=metrics)
-    return report.figure_table(figs, columns) if len(figs) else ""
+def _figures(
+    frames: dict[str, pd.DataFrame], cases: list[str], metrics: tuple[str, ...] = (), columns: tuple[str, ...] = COLUMNS
+) -> str:
+    figs = evidence.figures_of(frames, cases=tuple(cases), metrics=metrics)
+    return evidence.figure_table(figs, columns) if len(figs) else ""
 
 
 def _barrier(frames: dict[str, pd.DataFrame]) -> str:
     import altair as alt  # the pages' machine has it; a GPU machine making tables may not
-    data = report.points(frames.get("raw"), list(BARRIERS), "latency", ["cluster"])
+
+    data = evidence.points(frames.get("raw"), list(BARRIERS), "latency", ["cluster"])
     figs = _figures(frames, list(BARRIERS), columns=(*COLUMNS, "derivation"))
     if data.empty and not figs:
-        return report.empty("no cluster barrier measurements") + report.not_measured(frames, list(BARRIERS))
+        return markup.empty("no cluster barrier measurements") + evidence.not_measured(frames, list(BARRIERS))
     chart = ""
     if not data.empty:
-        chart = report.svg(
+        chart = charts.svg(
             alt.Chart(data.assign(barrier=data["case"].map(BARRIERS)))
             .mark_line(point=True)
             .encode(
@@ -43,17 +52,18 @@ def _barrier(frames: dict[str, pd.DataFrame]) -> str:
             )
             .properties(width=480, height=260)
         )
-    return chart + figs + report.not_measured(frames, list(BARRIERS))
+    return chart + figs + evidence.not_measured(frames, list(BARRIERS))
 
 
 def _dsmem(frames: dict[str, pd.DataFrame]) -> str:
     import altair as alt  # the pages' machine has it; a GPU machine making tables may not
+
     raw = frames.get("raw")
-    latency = report.points(raw, list(CHASES), "latency", ["cluster"])
-    streams = report.points(raw, list(STREAMS), "bandwidth_per_sm", ["cluster"])
-    figs = report.figures_of(frames, cases=(*CHASES, *STREAMS))
+    latency = evidence.points(raw, list(CHASES), "latency", ["cluster"])
+    streams = evidence.points(raw, list(STREAMS), "bandwidth_per_sm", ["cluster"])
+    figs = evidence.figures_of(frames, cases=(*CHASES, *STREAMS))
     if latency.empty and streams.empty and figs.empty:
-        return report.empty("no distributed shared memory measurements")
+        return markup.empty("no distributed shared memory measurements")
     out = ""
     if not latency.empty:
         chart = (
@@ -67,7 +77,7 @@ def _dsmem(frames: dict[str, pd.DataFrame]) -> str:
             )
             .properties(width=150, height=220)
         )
-        out += report.svg(chart)
+        out += charts.svg(chart)
     out += "<h3>Latency: remote hop and paths</h3>" + _figures(frames, list(CHASES))
     if not streams.empty:
         data = streams.assign(access=streams["case"].map(lambda c: " ".join(STREAMS[c])))
@@ -81,20 +91,21 @@ def _dsmem(frames: dict[str, pd.DataFrame]) -> str:
             )
             .properties(width=420, height=240)
         )
-        out += report.svg(chart)
+        out += charts.svg(chart)
     out += "<h3>Bandwidth: DSMEM against local</h3>" + _figures(frames, list(STREAMS))
-    return out + report.not_measured(frames, [*CHASES, *STREAMS])
+    return out + evidence.not_measured(frames, [*CHASES, *STREAMS])
 
 
 def _pingpong(frames: dict[str, pd.DataFrame]) -> str:
     import altair as alt  # the pages' machine has it; a GPU machine making tables may not
-    pairs = report.points(frames.get("raw"), ["sm_pingpong"], "round_trip", ["sm_a", "sm_b"])
-    figs = report.figures_of(frames, cases=("sm_pingpong",))
+
+    pairs = evidence.points(frames.get("raw"), ["sm_pingpong"], "round_trip", ["sm_a", "sm_b"])
+    figs = evidence.figures_of(frames, cases=("sm_pingpong",))
     if pairs.empty and figs.empty:
-        return report.empty("no SM-pair ping-pong measurements") + report.not_measured(frames, ["sm_pingpong"])
+        return markup.empty("no SM-pair ping-pong measurements") + evidence.not_measured(frames, ["sm_pingpong"])
     heat = ""
     if not pairs.empty:
-        heat = report.svg(
+        heat = charts.svg(
             alt.Chart(pairs)
             .mark_rect()
             .encode(
@@ -105,13 +116,13 @@ def _pingpong(frames: dict[str, pd.DataFrame]) -> str:
             )
             .properties(width=640, height=40 * pairs["sm_a"].nunique())
         )
-    note = report.empty(
+    note = markup.empty(
         "round trip: side a writes the flag (atom.exch), side b sees it (ld.acquire.gpu polling) and writes it back; "
         "sm_a == sm_b: two warps of one CTA on that SM; near and far groups only where latency_modes' least-variance "
         "cut separates two clusters (the derivation gives the test's numbers)"
     )
-    table = report.figure_table(figs, (*COLUMNS, "derivation")) if len(figs) else ""
-    return heat + note + table + report.not_measured(frames, ["sm_pingpong"])
+    table = evidence.figure_table(figs, (*COLUMNS, "derivation")) if len(figs) else ""
+    return heat + note + table + evidence.not_measured(frames, ["sm_pingpong"])
 
 
 def sm_ranges(sms: list[int]) -> str:
@@ -127,20 +138,20 @@ def sm_ranges(sms: list[int]) -> str:
 
 def _placement(frames: dict[str, pd.DataFrame]) -> str:
     raw = frames.get("raw")
-    figs = report.figures_of(frames, cases=("cluster_placement",), metrics=tuple(PLACEMENT))
+    figs = evidence.figures_of(frames, cases=("cluster_placement",), metrics=tuple(PLACEMENT))
     if figs.empty:
-        return report.empty("no cluster placement measurements") + report.not_measured(frames, ["cluster_placement"])
-    out = report.figure_table(figs, COLUMNS)
-    maps = report.points(raw, ["cluster_placement"], "group_of_sm", ["cluster"])
+        return markup.empty("no cluster placement measurements") + evidence.not_measured(frames, ["cluster_placement"])
+    out = evidence.figure_table(figs, COLUMNS)
+    maps = evidence.points(raw, ["cluster_placement"], "group_of_sm", ["cluster"])
     if len(maps):
         largest = maps.loc[maps["cluster"].idxmax()]
         members = sm_groups(raw, str(largest["params"]))
         listing = pd.DataFrame([{"group": g, "SMs": sm_ranges(sms)} for g, sms in sorted(members.items())])
-        out += report.empty(
+        out += markup.empty(
             f"SMs linked by sharing a cluster (over all launches) at {int(largest['cluster'])} CTAs per cluster, one "
             "CTA per SM: a cluster never leaves its GPC, so each group lies within one GPC (pairs: within a TPC)"
-        ) + (report.table(listing) if len(listing) else "")
-    return out + report.not_measured(frames, ["cluster_placement"])
+        ) + (markup.table(listing) if len(listing) else "")
+    return out + evidence.not_measured(frames, ["cluster_placement"])
 
 
 def sections(frames: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:

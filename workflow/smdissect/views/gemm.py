@@ -5,21 +5,30 @@ from __future__ import annotations
 
 import pandas as pd
 
-from smdissect import archs, report
+from smdissect import archs, charts, evidence, markup, stats
 
 LIBRARIES = {"cutlass": "CUTLASS", "cublas": "cuBLAS"}
 TOP_STALLS = 6  # stall reasons shown per launch, largest first
 TOP_PIPES = 8  # pipes shown per launch, busiest first
 CASES = ("gemm_bf16", "gemm_nvfp4")
 # The figures of the throughput table, in the order each shape shows them.
-METRICS = ("tflops_cutlass", "tflops_cublas", "tflops", "pct_of_peak_cutlass", "pct_of_peak_cublas",
-           "pct_of_peak_at_clock_cutlass", "pct_of_peak_at_clock_cublas", "ratio_to_cublas", "cutlass_over_cublas",
-           "max_rel_err")  # fmt: skip
+METRICS = (
+    "tflops_cutlass",
+    "tflops_cublas",
+    "tflops",
+    "pct_of_peak_cutlass",
+    "pct_of_peak_cublas",
+    "pct_of_peak_at_clock_cutlass",
+    "pct_of_peak_at_clock_cublas",
+    "ratio_to_cublas",
+    "cutlass_over_cublas",
+    "max_rel_err",
+)
 
 
 def _shape(params: object) -> str:
     """'8192x8192x4096' (M x N x K) from a point's params (M = N = mn)."""
-    mn, k = report.param(params, "mn"), report.param(params, "k")
+    mn, k = evidence.param(params, "mn"), evidence.param(params, "k")
     return f"{mn}x{mn}x{k}"
 
 
@@ -29,18 +38,20 @@ def throughput(figures: pd.DataFrame) -> pd.DataFrame:
     rows = figures[figures["case"].isin(CASES) & figures["metric"].isin(METRICS)].copy()
     if rows.empty:
         return rows
-    flop = rows["params"].map(lambda p: 2.0 * (report.param(p, "mn") or 0) ** 2 * (report.param(p, "k") or 0))
+    flop = rows["params"].map(lambda p: 2.0 * (evidence.param(p, "mn") or 0) ** 2 * (evidence.param(p, "k") or 0))
     rows["_flop"], rows["_metric"] = flop, rows["metric"].map(METRICS.index)
     rows["_whole"] = rows["kind"].isin(("peak", "point")) | (rows["params"] == "")
-    return rows.sort_values(["case", "_whole", "_flop", "_metric"], ascending=[True, False, True, True],
-                            kind="stable").drop(columns=["_flop", "_metric", "_whole"])  # fmt: skip
+    return rows.sort_values(
+        ["case", "_whole", "_flop", "_metric"], ascending=[True, False, True, True], kind="stable"
+    ).drop(columns=["_flop", "_metric", "_whole"])
 
 
 def _chart(raw: pd.DataFrame) -> str:
     """TFLOPS per shape and library, from the raw samples (median of each point)."""
     import altair as alt  # the pages' machine has it; a GPU machine making tables may not
+
     rows = raw[raw["case"].isin(CASES) & raw["metric"].isin(("tflops_cutlass", "tflops_cublas", "tflops"))]
-    data = rows.groupby(["case", "params", "metric"], as_index=False)["value"].median()
+    data = stats.summary(rows, ["case", "params", "metric"])
     data["shape"] = data["params"].map(_shape)
     data["library"] = data["metric"].map(lambda m: LIBRARIES["cublas" if m.endswith("cublas") else "cutlass"])
     chart = (
@@ -55,14 +66,14 @@ def _chart(raw: pd.DataFrame) -> str:
         )
         .properties(width=320, height=260)
     )
-    return report.svg(chart)
+    return charts.svg(chart)
 
 
 def _throughput(frames: dict[str, pd.DataFrame]) -> str:
     raw = frames.get("raw")
     if raw is None or raw.empty or not raw["case"].isin(CASES).any():
-        return report.empty("no GEMM measurements")
-    table = throughput(report.figures_of(frames, cases=CASES))
+        return markup.empty("no GEMM measurements")
+    table = throughput(evidence.figures_of(frames, cases=CASES))
     gpu = str(raw["gpu"].iloc[0]) if "gpu" in raw.columns else ""
     model = archs.gpu_model(gpu)
     peak = (
@@ -71,13 +82,13 @@ def _throughput(frames: dict[str, pd.DataFrame]) -> str:
         if model and "bf16" in model.tensor_tflops and model.tensor_mhz
         else f"no datasheet bf16 peak recorded for {gpu}"
     )
-    note = report.empty(
+    note = markup.empty(
         f"TFLOPS = 2 M N K over the median launch time (CUDA events); {peak}; pct_of_peak_at_clock divides by the "
         "peak at the SM clock each launch ran at (the power cap lowers it at the large shapes). ratio_to_cublas: "
         "cuBLAS time / CUTLASS time per launch pair, above 1: CUTLASS is faster. max_rel_err: max |D_CUTLASS - D_ref| "
         "/ max |D_ref| (ref: cuBLAS for bf16, an exact device GEMM for NVFP4)"
     )
-    return _chart(raw) + note + report.figure_table(table)
+    return _chart(raw) + note + evidence.figure_table(table)
 
 
 def _profiled(frame: pd.DataFrame | None) -> pd.DataFrame:
@@ -112,10 +123,11 @@ def pipe_breakdown(pipes: pd.DataFrame) -> pd.DataFrame:
 
 def _stalls_and_pipes(stalls: pd.DataFrame | None, pipes: pd.DataFrame | None) -> str:
     import altair as alt  # the pages' machine has it; a GPU machine making tables may not
+
     found = stall_breakdown(stalls) if stalls is not None else pd.DataFrame()
     busy = pipe_breakdown(pipes) if pipes is not None else pd.DataFrame()
     if found.empty and busy.empty:
-        return report.empty("no ncu measurements of the GEMM launches (profile stage not run or skipped)")
+        return markup.empty("no ncu measurements of the GEMM launches (profile stage not run or skipped)")
     out = ""
     if not found.empty:
         chart = (
@@ -130,15 +142,15 @@ def _stalls_and_pipes(stalls: pd.DataFrame | None, pipes: pd.DataFrame | None) -
             )
             .properties(width=420)
         )
-        out += report.svg(chart) + report.table(
+        out += charts.svg(chart) + markup.table(
             found.rename(columns={"value": "warp cycles per issued inst", "share": "share"})
         )
     else:
-        out += report.empty("no stall-reason measurements")
+        out += markup.empty("no stall-reason measurements")
     if not busy.empty:
-        out += report.table(busy.rename(columns={"pct_of_peak": "% of peak issue rate"}))
+        out += markup.table(busy.rename(columns={"pct_of_peak": "% of peak issue rate"}))
     else:
-        out += report.empty("no pipe measurements")
+        out += markup.empty("no pipe measurements")
     return out
 
 

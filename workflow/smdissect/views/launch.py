@@ -9,7 +9,7 @@ import math
 
 import pandas as pd
 
-from smdissect import report
+from smdissect import catalog, charts, evidence, markup
 from smdissect.derived.launch import DIRECTIONS, GAPS, MODES, grid_label, resolution_us
 
 COLUMNS = ("figure", "value", "unit", "spread", "status", "reason")
@@ -18,41 +18,42 @@ HOST = {**{c: label for c, (label, _) in DIRECTIONS.items()}, "h2d_pageable": "H
 
 def timer_table(figs: pd.DataFrame, step_ns: float | None) -> str:
     """Gap figures with value and spread printed to the digit the timer has (0.01 us for 32 ns steps), not the four
-    significant figures of report.number."""
+    significant figures of markup.number."""
     if figs.empty:
         return ""
-    rows = report.figure_rows(figs, COLUMNS)
+    rows = evidence.figure_rows(figs, COLUMNS)
     digit = resolution_us(step_ns)
     if digit is not None:
         places = max(0, -math.floor(math.log10(digit)))
         rows["value"] = [f"{v:.{places}f}" for v in figs["value"]]
         rows["spread"] = [f"{s:.{places}f} us" for s in figs["spread"]]
-    return report.table(rows, raw=("status",))
+    return markup.table(rows, raw=("status",))
 
 
 def _overhead(frames: dict[str, pd.DataFrame]) -> str:
-    figs = report.figures_of(frames, cases=("launch_round_trip", "launch_enqueue"))
+    figs = evidence.figures_of(frames, cases=catalog.ids("launch", family="overhead"))
     if figs.empty:
-        return report.empty("no launch-overhead measurements")
-    note = report.empty(
+        return markup.empty("no launch-overhead measurements")
+    note = markup.empty(
         "host steady_clock around an empty kernel (one warp per CTA; ctas=0: one CTA per SM): the round trip is the "
         "median of 200 launches each followed by cudaStreamSynchronize; enqueue is the host time of 1000 back-to-back "
         "cudaLaunchKernel calls divided by 1000, completed the time until all 1000 have run, per launch"
     )
-    return note + report.figure_table(figs, (*COLUMNS, "method"))
+    return note + evidence.figure_table(figs, (*COLUMNS, "method"))
 
 
 def _gaps(frames: dict[str, pd.DataFrame]) -> str:
     import altair as alt  # the pages' machine has it; a GPU machine making tables may not
+
     raw = frames.get("raw")
-    data = report.points(raw, list(MODES), "dependent_gap", ["ctas", "kernels"])
-    figs = report.figures_of(frames, cases=tuple(MODES), metrics=(*GAPS, "saves_vs_serial"))
+    data = evidence.points(raw, list(MODES), "dependent_gap", ["ctas", "kernels"])
+    figs = evidence.figures_of(frames, cases=tuple(MODES), metrics=(*GAPS, "saves_vs_serial"))
     if data.empty and figs.empty:
-        return report.empty("no kernel-to-kernel gap measurements")
+        return markup.empty("no kernel-to-kernel gap measurements")
     chart = ""
     if not data.empty:
         data = data.assign(mode=data["case"].map(MODES), grid=data["ctas"].map(grid_label))
-        chart = report.svg(
+        chart = charts.svg(
             alt.Chart(data)
             .mark_line(point=True)
             .encode(
@@ -63,10 +64,10 @@ def _gaps(frames: dict[str, pd.DataFrame]) -> str:
             )
             .properties(width=300, height=220)
         )
-    timer = report.figures_of(frames, cases=("globaltimer_step",))
+    timer = evidence.figures_of(frames, cases=("globaltimer_step",))
     step = timer.loc[timer["metric"] == "step", "value"]
     step_ns = float(step.iloc[0]) if len(step) else None
-    note = report.empty(
+    note = markup.empty(
         "dependent gap: from the last CTA end of kernel k to the first CTA of kernel k+1 returning from "
         "griddepcontrol.wait (a no-op without PDL), the mean over the chain; start gap: to the first CTA start of "
         "kernel k+1 (negative where PDL launched it while k still ran); per kernel: the chain's span over its "
@@ -76,30 +77,31 @@ def _gaps(frames: dict[str, pd.DataFrame]) -> str:
     parts = [timer_table(figs[figs["metric"] == m], step_ns) for m in (*GAPS, "saves_vs_serial")]
     titles = [*(f"<h3>{w.capitalize()}</h3>" for w in GAPS.values()), "<h3>What graphs and PDL save</h3>"]
     body = "".join(t + p for t, p in zip(titles, parts, strict=True) if p)
-    return chart + note + body + (report.figure_table(timer, COLUMNS) if len(timer) else "")
+    return chart + note + body + (evidence.figure_table(timer, COLUMNS) if len(timer) else "")
 
 
 def _clc(frames: dict[str, pd.DataFrame]) -> str:
-    figs = report.figures_of(frames, cases=("clc_try_cancel",))
+    figs = evidence.figures_of(frames, cases=("clc_try_cancel",))
     if figs.empty:
-        return report.empty(
+        return markup.empty(
             "no cluster-launch-control measurements: clusterlaunchcontrol needs sm_100 or newer (a static row on "
             "older GPUs; its SASS is still checked)"
-        ) + report.not_measured(frames, ["clc_try_cancel"])
-    return report.figure_table(figs, COLUMNS)
+        ) + evidence.not_measured(frames, ["clc_try_cancel"])
+    return evidence.figure_table(figs, COLUMNS)
 
 
 def _host_link(frames: dict[str, pd.DataFrame]) -> str:
     import altair as alt  # the pages' machine has it; a GPU machine making tables may not
-    data = report.points(frames.get("raw"), list(HOST), "bandwidth", ["size_kb"])
-    copies = report.figures_of(frames, cases=tuple(HOST))
-    link = report.figures_of(frames, cases=("pcie_link",))
+
+    data = evidence.points(frames.get("raw"), list(HOST), "bandwidth", ["size_kb"])
+    copies = evidence.figures_of(frames, cases=tuple(HOST))
+    link = evidence.figures_of(frames, cases=("pcie_link",))
     if data.empty and copies.empty and link.empty:
-        return report.empty("no host-link measurements")
+        return markup.empty("no host-link measurements")
     chart = ""
     if not data.empty:
         pinned = data[data["case"] != "h2d_pageable"].assign(direction=lambda d: d["case"].map(HOST))
-        chart = report.svg(
+        chart = charts.svg(
             alt.Chart(pinned)
             .mark_line(point=True)
             .encode(
@@ -109,15 +111,18 @@ def _host_link(frames: dict[str, pd.DataFrame]) -> str:
             )
             .properties(width=560, height=280)
         )
-    note = report.empty(
+    note = markup.empty(
         "cudaMemcpyAsync batches timed with CUDA events (up to 64 copies of one size per sample, at most 256 MB); "
         "both ways: H2D and D2H on two streams at once, GB/s of both; link from /sys/bus/pci, read during a copy "
         "(an idle link trains down); shares are of the raw rate (GT/s x lanes / 8 per direction), as published PCIe "
         "utilisation is given"
     )
-    link_html = report.figure_table(link, (*COLUMNS, "derivation")) if len(link) else report.empty(
-        "PCIe link speed and width not read (sysfs not readable here)")  # fmt: skip
-    return chart + note + report.figure_table(copies, (*COLUMNS, "derivation")) + link_html
+    link_html = (
+        evidence.figure_table(link, (*COLUMNS, "derivation"))
+        if len(link)
+        else markup.empty("PCIe link speed and width not read (sysfs not readable here)")
+    )
+    return chart + note + evidence.figure_table(copies, (*COLUMNS, "derivation")) + link_html
 
 
 def sections(frames: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:

@@ -12,9 +12,9 @@ import re
 import numpy as np
 import pandas as pd
 
-from smdissect import latency_modes, report
+from smdissect import catalog, charts, evidence, latency_modes, markup
 from smdissect.derived import memory as derived
-from smdissect.tables import kb_text
+from smdissect.tables import kb_text, parse_params
 
 FLAVOURS = ["default", "ca", "cg", "cs", "lu", "cv", "nc", "const"]
 OLD_NEAR_FAR = ["latency_near", "latency_far", "far_share", "outlier_share"]  # chase_near_far before load_latency
@@ -25,51 +25,74 @@ LEVEL = re.compile(r"^chase (?P<level>.+) latency \((?P<stride>.+)\)$")  # a lev
 
 def _figures(frames: dict[str, pd.DataFrame], cases: list[str], metrics: tuple[str, ...] = ()) -> str:
     """The figures of `cases` as a table with their status (what the section states)."""
-    return report.figure_table(report.figures_of(frames, cases=tuple(cases), metrics=metrics))
+    return evidence.figure_table(evidence.figures_of(frames, cases=tuple(cases), metrics=metrics))
 
 
 def levels(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """The chase's level figures: level, stride label, latency and the footprints (KB) of the points they stand on."""
-    figs = report.figures_of(frames, cases=("chase",))
+    figs = evidence.figures_of(frames, cases=("chase",))
     rows = []
     for f in figs.itertuples(index=False):
         found = LEVEL.match(str(f.figure))
         if not found:
             continue
-        kbs = [float(json.loads(p)["footprint_kb"]) for p in json.loads(f.points or "[]")]
+        kbs = [float(parse_params(p)["footprint_kb"]) for p in json.loads(f.points or "[]")]
         if kbs:
-            rows.append({"level": found["level"], "stride": found["stride"], "latency": float(f.value),
-                         "from": min(kbs), "to": max(kbs), "points": json.loads(f.points),
-                         "status": f.status})  # fmt: skip
+            rows.append(
+                {
+                    "level": found["level"],
+                    "stride": found["stride"],
+                    "latency": float(f.value),
+                    "from": min(kbs),
+                    "to": max(kbs),
+                    "points": json.loads(f.points),
+                    "status": f.status,
+                }
+            )
     return pd.DataFrame(rows, columns=["level", "stride", "latency", "from", "to", "points", "status"])
 
 
 def _staircase(frames: dict[str, pd.DataFrame]) -> str:
     import altair as alt  # the pages' machine has it; a GPU machine making tables may not
+
     raw = frames.get("raw")
-    data = report.points(raw, ["chase"], "latency", ["footprint_kb", "stride_b"])
+    data = evidence.points(raw, ["chase"], "latency", ["footprint_kb", "stride_b"])
     if data.empty:
-        return report.empty("no pointer-chase measurements")
+        return markup.empty("no pointer-chase measurements")
     data["stride"] = data["stride_b"].map(derived.stride_label)
     found = levels(frames)
     on = {p: lv.level for lv in found.itertuples(index=False) for p in lv.points}
     data["region"] = data["params"].map(lambda p: on.get(p, "transition"))
-    x = alt.X("footprint_kb:Q", scale=alt.Scale(type="log"), title="footprint",
-              axis=alt.Axis(labelExpr=report.KB_LABELS))
+    x = alt.X(
+        "footprint_kb:Q", scale=alt.Scale(type="log"), title="footprint", axis=alt.Axis(labelExpr=charts.KB_LABELS)
+    )
     color = alt.Color("stride:N", title="stride")
-    lines = alt.Chart(data).mark_line(opacity=0.6).encode(x=x, y=alt.Y("value:Q", title="latency (cycle per load)"),
-                                                          color=color)  # fmt: skip
-    marks = alt.Chart(data).mark_point(filled=True).encode(x=x, y="value:Q", color=color, shape=alt.Shape(
-        "region:N", title="point"))  # fmt: skip
+    lines = (
+        alt.Chart(data)
+        .mark_line(opacity=0.6)
+        .encode(x=x, y=alt.Y("value:Q", title="latency (cycle per load)"), color=color)
+    )
+    marks = (
+        alt.Chart(data)
+        .mark_point(filled=True)
+        .encode(x=x, y="value:Q", color=color, shape=alt.Shape("region:N", title="point"))
+    )
     chart = lines + marks
     if len(found):
-        span = alt.Chart(found).mark_rule(strokeWidth=3, opacity=0.5).encode(
-            x=alt.X("from:Q", scale=alt.Scale(type="log")), x2="to:Q", y="latency:Q",
-            color=alt.Color("stride:N"))  # fmt: skip
-        text = alt.Chart(_labels(found)).mark_text(dy=-9, fontSize=11, fontWeight="bold").encode(
-            x=alt.X("middle:Q", scale=alt.Scale(type="log")), y="latency:Q", text="label:N")  # fmt: skip
+        span = (
+            alt.Chart(found)
+            .mark_rule(strokeWidth=3, opacity=0.5)
+            .encode(
+                x=alt.X("from:Q", scale=alt.Scale(type="log")), x2="to:Q", y="latency:Q", color=alt.Color("stride:N")
+            )
+        )
+        text = (
+            alt.Chart(_labels(found))
+            .mark_text(dy=-9, fontSize=11, fontWeight="bold")
+            .encode(x=alt.X("middle:Q", scale=alt.Scale(type="log")), y="latency:Q", text="label:N")
+        )
         chart = chart + span + text
-    note = report.empty(
+    note = markup.empty(
         f"levels (derived): at least {derived.MIN_POINTS} consecutive footprints each within {derived.NEAR:.0%} of "
         "their median, named L1, L2, DRAM in footprint order; a level's capacity is its last footprint (the next "
         "point, off it, bounds it); the points between two levels are transitions: they straddle a cache's "
@@ -79,13 +102,19 @@ def _staircase(frames: dict[str, pd.DataFrame]) -> str:
         "translated, so the DRAM level includes TLB misses"
     )
     rounds = derived_loads(raw, "chase")
-    evidence = data.assign(loads=data["params"].map(rounds),
-                           pages_2mb=np.ceil(data["footprint_kb"] / derived.PAGE_KB).astype(int))  # fmt: skip
-    evidence = evidence[["footprint_kb", "stride", "region", "loads", "pages_2mb"]].rename(
-        columns={"loads": "timed loads per sample", "pages_2mb": "2 MB pages"})  # fmt: skip
-    return (report.svg(chart.properties(width=640, height=320)) + note + _figures(frames, ["chase"])
-            + "<h3>Points (the evidence of the levels; their latencies are in the chart and the every-point table)</h3>"
-            + report.table(evidence))  # fmt: skip
+    on_points = data.assign(
+        loads=data["params"].map(rounds), pages_2mb=np.ceil(data["footprint_kb"] / derived.PAGE_KB).astype(int)
+    )
+    on_points = on_points[["footprint_kb", "stride", "region", "loads", "pages_2mb"]].rename(
+        columns={"loads": "timed loads per sample", "pages_2mb": "2 MB pages"}
+    )
+    return (
+        charts.svg(chart.properties(width=640, height=320))
+        + note
+        + _figures(frames, ["chase"])
+        + "<h3>Points (the evidence of the levels; their latencies are in the chart and the every-point table)</h3>"
+        + markup.table(on_points)
+    )
 
 
 def _labels(found: pd.DataFrame) -> pd.DataFrame:
@@ -93,9 +122,10 @@ def _labels(found: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for level, g in found.groupby("level", sort=False):
         low, high = g["latency"].min(), g["latency"].max()
-        value = report.number(low) if high - low <= 0.005 * low else f"{report.number(low)}-{report.number(high)}"
-        rows.append({"label": f"{level}: {value} cycles", "latency": high,
-                     "middle": math.sqrt(g["from"].min() * g["to"].min())})  # fmt: skip
+        value = markup.number(low) if high - low <= 0.005 * low else f"{markup.number(low)}-{markup.number(high)}"
+        rows.append(
+            {"label": f"{level}: {value} cycles", "latency": high, "middle": math.sqrt(g["from"].min() * g["to"].min())}
+        )
     return pd.DataFrame(rows)
 
 
@@ -111,7 +141,7 @@ def histogram(raw: pd.DataFrame) -> pd.DataFrame:
     loads = raw[(raw["case"] == "chase_near_far") & (raw["metric"] == "load_latency")]
     bars = []
     order = sorted(
-        loads["params"].unique(), key=lambda p: (report.param(p, "footprint_kb"), report.param(p, "sm_slot"))
+        loads["params"].unique(), key=lambda p: (evidence.param(p, "footprint_kb"), evidence.param(p, "sm_slot"))
     )
     for params in order:
         g = loads[loads["params"] == params].sort_values("repeat")
@@ -121,25 +151,26 @@ def histogram(raw: pd.DataFrame) -> pd.DataFrame:
         edges = np.arange(math.floor(hits.min() / BIN) * BIN, hits.max() + BIN, BIN)
         counts, _ = np.histogram(hits, bins=edges)
         side = np.where(edges[:-1] + BIN / 2 < m.cut, "near", "far") if m.clusters == 2 else "one cluster"
-        label = f"SM {int(g['smid'].iloc[0])} (slot {report.param(params, 'sm_slot')})"
+        label = f"SM {int(g['smid'].iloc[0])} (slot {evidence.param(params, 'sm_slot')})"
         bars.append(pd.DataFrame({"SM": label, "from": edges[:-1], "to": edges[1:], "loads": counts, "cluster": side}))
     return pd.concat(bars, ignore_index=True) if bars else pd.DataFrame()
 
 
 def _near_far(frames: dict[str, pd.DataFrame]) -> str:
     import altair as alt  # the pages' machine has it; a GPU machine making tables may not
+
     raw = frames.get("raw")
     mine = raw[raw["case"] == "chase_near_far"] if raw is not None and not raw.empty else pd.DataFrame()
     if mine.empty or not (mine["metric"] == "load_latency").any():
         if mine.empty or not mine["metric"].isin(OLD_NEAR_FAR).any():
-            return report.empty("no near/far measurements")
-        return report.empty(
+            return markup.empty("no near/far measurements")
+        return markup.empty(
             "no per-load latency measurements of chase_near_far in this run: its latency_near, latency_far and "
             "far_share came from a method that dropped every load beyond 25% of the median and always split the rest "
             "in two (two clusters and a far share near 0.5 by construction), so they are not shown"
         )
     lm = latency_modes
-    note = report.empty(
+    note = markup.empty(
         f"method: every load timed alone (ld.global.cg, L2 only) less its launch's fixed overhead (timed mean minus "
         f"chased mean), no load dropped; loads beyond {lm.SLOW:g}x the median are misses (slow share), all others "
         f"split at the least-variance cut, called two clusters only where each holds >= {lm.MIN_SHARE:.0%} of them "
@@ -165,14 +196,14 @@ def _near_far(frames: dict[str, pd.DataFrame]) -> str:
         )
         .properties(width=640, height=90)
     )
-    return note + report.svg(chart) + _figures(frames, ["chase_near_far"])
+    return note + charts.svg(chart) + _figures(frames, ["chase_near_far"])
 
 
 def _flavours(frames: dict[str, pd.DataFrame]) -> str:
     cases = [f"load_{f}" for f in FLAVOURS]
-    if report.figures_of(frames, cases=tuple(cases)).empty:
-        return report.empty("no load-flavour measurements")
-    return report.empty(
+    if evidence.figures_of(frames, cases=tuple(cases)).empty:
+        return markup.empty("no load-flavour measurements")
+    return markup.empty(
         "one dependent 64-bit load per step at a 4 KB (L1-resident) and an 8 MB (L2-resident) footprint; .cg, .lu "
         "and .cv leave the L1 out, so their 4 KB point is an L2 hit; ld.const's 1 KB point hits the constant cache, "
         "its larger ones the next constant level"
@@ -181,31 +212,33 @@ def _flavours(frames: dict[str, pd.DataFrame]) -> str:
 
 def _shared(frames: dict[str, pd.DataFrame]) -> str:
     import altair as alt  # the pages' machine has it; a GPU machine making tables may not
+
     raw = frames.get("raw")
-    conflicts = report.points(raw, ["smem_bank_conflict"], "latency", ["ways"])
-    cases = ["smem_latency", "smem_broadcast", "smem_bank_conflict", "smem_capacity"]
-    if conflicts.empty and report.figures_of(frames, cases=tuple(cases)).empty:
-        return report.empty("no shared-memory measurements")
+    conflicts = evidence.points(raw, ["smem_bank_conflict"], "latency", ["ways"])
+    cases = list(catalog.ids("memory", family="shared"))
+    if conflicts.empty and evidence.figures_of(frames, cases=tuple(cases)).empty:
+        return markup.empty("no shared-memory measurements")
     chart = (
         alt.Chart(conflicts)
         .mark_line(point=True)
         .encode(x=alt.X("ways:Q", title="conflict degree (ways)"), y=alt.Y("value:Q", title="latency (cycle)"))
         .properties(width=480, height=260)
     )
-    note = report.empty(
+    note = markup.empty(
         "every latency here is a pure LDS chase (the loaded word is the next address: no address arithmetic on the "
         "chain), the slope between 2048 and 4096 steps per lane; a chase of an index (j = s[j]), as published "
         "shared-memory latencies are, adds one dependent address computation per load"
     )
-    return (report.svg(chart) if len(conflicts) else "") + note + _figures(frames, cases)
+    return (charts.svg(chart) if len(conflicts) else "") + note + _figures(frames, cases)
 
 
 def _mlp(frames: dict[str, pd.DataFrame]) -> str:
     import altair as alt  # the pages' machine has it; a GPU machine making tables may not
+
     raw = frames.get("raw")
-    data = report.points(raw, ["mlp"], "latency", ["loads", "footprint_kb"])
+    data = evidence.points(raw, ["mlp"], "latency", ["loads", "footprint_kb"])
     if data.empty:
-        return report.empty("no memory-level-parallelism measurements")
+        return markup.empty("no memory-level-parallelism measurements")
     data["footprint"] = data["footprint_kb"].map(kb_text)
     chart = (
         alt.Chart(data)
@@ -217,28 +250,29 @@ def _mlp(frames: dict[str, pd.DataFrame]) -> str:
         )
         .properties(width=480, height=260)
     )
-    knees = report.figures_of(frames, cases=("mlp",), metrics=("knee",))
+    knees = evidence.figures_of(frames, cases=("mlp",), metrics=("knee",))
     if len(knees):
         marks = pd.DataFrame(
             {
                 "loads": knees["value"].to_numpy(float),
-                "footprint": [f"{int(report.param(p, 'footprint_kb'))} KB" for p in knees["params"]],
+                "footprint": [f"{int(evidence.param(p, 'footprint_kb'))} KB" for p in knees["params"]],
             }
         )
         chart = chart + alt.Chart(marks).mark_rule(strokeDash=[4, 3]).encode(x="loads:Q", color="footprint:N")
-    note = report.empty(
+    note = markup.empty(
         f"knee: the most loads in flight whose round stays within {derived.KNEE - 1:.0%} of one load's round at that "
         "and every smaller count (dashed)"
     )
-    return report.svg(chart) + note + _figures(frames, ["mlp"])
+    return charts.svg(chart) + note + _figures(frames, ["mlp"])
 
 
 def _bandwidth(frames: dict[str, pd.DataFrame]) -> str:
     import altair as alt  # the pages' machine has it; a GPU machine making tables may not
+
     raw = frames.get("raw")
-    data = report.points(raw, ["dram_read", "dram_write", "dram_copy", "l2_read"], "bandwidth", ["ctas", "loads"])
-    if data.empty and report.figures_of(frames, cases=tuple(BANDWIDTH)).empty:
-        return report.empty("no bandwidth measurements")
+    data = evidence.points(raw, ["dram_read", "dram_write", "dram_copy", "l2_read"], "bandwidth", ["ctas", "loads"])
+    if data.empty and evidence.figures_of(frames, cases=tuple(BANDWIDTH)).empty:
+        return markup.empty("no bandwidth measurements")
     out = ""
     if len(data):
         curves = data.assign(loads=lambda d: d["loads"].astype(int).astype(str))
@@ -253,8 +287,8 @@ def _bandwidth(frames: dict[str, pd.DataFrame]) -> str:
             )
             .properties(width=220, height=220)
         )
-        out += report.svg(chart)
-    note = report.empty(
+        out += charts.svg(chart)
+    note = markup.empty(
         "best: the best point of each sweep; fraction_of_peak: of the attribute peak (2 x memory clock x bus width "
         "from the device attributes) at that point; share of datasheet DRAM: of the GPU's published DRAM bandwidth "
         "(DRAM cases only: an L2 or on-chip rate is no DRAM traffic); dram_copy over the library copies of the same "
@@ -265,11 +299,11 @@ def _bandwidth(frames: dict[str, pd.DataFrame]) -> str:
 
 
 def _atomics(frames: dict[str, pd.DataFrame]) -> str:
-    figs = report.figures_of(frames)
+    figs = evidence.figures_of(frames)
     cases = sorted(c for c in figs["case"].unique() if str(c).startswith("atomic_")) if len(figs) else []
     if not cases:
-        return report.empty("no atomics measurements")
-    return report.empty(
+        return markup.empty("no atomics measurements")
+    return markup.empty(
         "type 0 u32, 1 u64, 2 f32, 3 f64; contention 0: a word per thread, 1: every thread on one word; latency: the "
         "slope of a dependent chain of atomics, throughput: atomics per cycle per SM"
     ) + _figures(frames, cases)

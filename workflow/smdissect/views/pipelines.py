@@ -9,7 +9,7 @@ import re
 
 import pandas as pd
 
-from smdissect import report
+from smdissect import charts, evidence, markup
 from smdissect.archs import ISSUE_RATE
 from smdissect.derived.pipelines import PARTLY_INDEX, SEPARABLE, SHARED_INDEX, pair_figure_names, subnormal_ops
 from smdissect.tables import point_text
@@ -27,7 +27,7 @@ def _frame(frames: dict[str, pd.DataFrame], name: str) -> pd.DataFrame:
 
 def _num(params: pd.Series, key: str) -> pd.Series:
     """One swept parameter of every row, as numbers (NaN where absent)."""
-    return pd.to_numeric(params.map(lambda p: report.param(p, key)), errors="coerce")
+    return pd.to_numeric(params.map(lambda p: evidence.param(p, key)), errors="coerce")
 
 
 # --- instruction reference table -------------------------------------------------------------------------
@@ -70,7 +70,7 @@ def _chain_cases(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
         kind = cases["kind"] if "kind" in cases else pd.Series("chain", index=cases.index)
         chosen = cases[kind.fillna("chain") == "chain"]
         return chosen.reindex(columns=["case", "ptx", "pipe"])
-    figs, sass = report.figures_of(frames, metrics=("latency", "throughput")), _frame(frames, "sass")
+    figs, sass = evidence.figures_of(frames, metrics=("latency", "throughput")), _frame(frames, "sass")
     ids = set(figs["case"])
     ids |= set(sass.loc[sass["variant"] == "long", "case"]) if not sass.empty else set()
     return pd.DataFrame({"case": sorted(ids), "ptx": "", "pipe": ""})
@@ -84,7 +84,7 @@ def _first(figs: pd.DataFrame) -> pd.Series | None:
 def reference_table(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """One row per chain case: PTX, SASS per arch, its latency and peak throughput figures (value, spread, status),
     where the peak was, its ILP knees, and the ncu pipes; a case with no figure says why it did not run."""
-    figs, status = report.figures_of(frames), _frame(frames, "status")
+    figs, status = evidence.figures_of(frames), _frame(frames, "status")
     forms = sass_per_op(_frame(frames, "sass"))
     pipes = _pipes_per_case(_frame(frames, "pipes"))
     reasons = {}
@@ -101,11 +101,17 @@ def reference_table(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
         if lat is None and thr is None:
             row["latency (cycle)"] = reasons.get(c.case, "not run")
         if lat is not None:
-            row |= {"latency (cycle)": float(lat["value"]), "spread": report.share(lat["spread"], lat["value"]),
-                    "latency status": report.badge(str(lat["status"]))}  # fmt: skip
+            row |= {
+                "latency (cycle)": float(lat["value"]),
+                "spread": markup.share(lat["spread"], lat["value"]),
+                "latency status": markup.badge(str(lat["status"])),
+            }
         if thr is not None:
-            row |= {"best throughput (warp_inst/cycle/SM)": float(thr["value"]), "at": point_text(str(thr["params"])),
-                    "throughput status": report.badge(str(thr["status"]))}  # fmt: skip
+            row |= {
+                "best throughput (warp_inst/cycle/SM)": float(thr["value"]),
+                "at": point_text(str(thr["params"])),
+                "throughput status": markup.badge(str(thr["status"])),
+            }
         for k in mine[mine["metric"] == "ilp_knee"].itertuples(index=False):
             if m := KNEE_NAME.search(str(k.figure)):
                 row[f"ILP knee (warps={m.group('warps')})"] = float(k.value)
@@ -124,14 +130,14 @@ def reference_table(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
 def _reference_section(frames: dict[str, pd.DataFrame]) -> str:
     table = reference_table(frames)
     if table.empty:
-        return report.empty("no chain cases in the manifest or data")
+        return markup.empty("no chain cases in the manifest or data")
     intro = (
         "<p>Latency: cycles per extra dependent instruction (the slope between two chain lengths). Best throughput: "
         "the peak over ILP x warps. ILP knee: the smallest ILP reaching 90% of the best throughput at that warp count "
         "(one warp: the ILP that hides the latency; the most warps: what ILP the warps leave to hide). Status and "
         "reason of every figure: the Figures section.</p>"
     )
-    return intro + report.table(table, raw=("latency status", "throughput status"))
+    return intro + markup.table(table, raw=("latency status", "throughput status"))
 
 
 # --- co-issue matrix and pipe topology -------------------------------------------------------------------------
@@ -156,8 +162,10 @@ def _class_order(figs: pd.DataFrame) -> list[str]:
 def _heatmap(cells: pd.DataFrame, order: list[str]) -> str:
     """Slowdown beyond the issue limit of every pair (symmetric), with the numbers as text."""
     import altair as alt  # the pages' machine has it; a GPU machine making tables may not
-    both = pd.concat([cells.assign(a=cells["x"], b=cells["y"]),
-                      cells[cells["x"] != cells["y"]].assign(a=cells["y"], b=cells["x"])])  # fmt: skip
+
+    both = pd.concat(
+        [cells.assign(a=cells["x"], b=cells["y"]), cells[cells["x"] != cells["y"]].assign(a=cells["y"], b=cells["x"])]
+    )
     both = both.rename(columns={"value": "slowdown"})[["a", "b", "slowdown"]]
     base = alt.Chart(both).encode(x=alt.X("b:N", sort=order, title="class"), y=alt.Y("a:N", sort=order, title="class"))
     rect = base.mark_rect().encode(
@@ -169,14 +177,14 @@ def _heatmap(cells: pd.DataFrame, order: list[str]) -> str:
         text=alt.Text("slowdown:Q", format=".2f"),
         color=alt.condition(alt.datum.slowdown > 1.5, alt.value("white"), alt.value("black")),
     )
-    return report.svg((rect + text).properties(width=420, height=420))
+    return charts.svg((rect + text).properties(width=420, height=420))
 
 
 def _coissue_section(frames: dict[str, pd.DataFrame]) -> str:
-    figs = report.figures_of(frames, kinds=("derived",))
+    figs = evidence.figures_of(frames, kinds=("derived",))
     cells = pair_cells(figs, "slowdown beyond issue")
     if cells.empty:
-        return report.empty("no co-issue figures (coissue_* cases not measured)")
+        return markup.empty("no co-issue figures (coissue_* cases not measured)")
     intro = (
         "<p>Every warp (16, 4 per scheduler) interleaves the two classes' independent chains in its own instruction "
         "stream, so each class gets a fixed share of the issue slots (its share of the body's instructions) instead "
@@ -187,18 +195,22 @@ def _coissue_section(frames: dict[str, pd.DataFrame]) -> str:
         "its pipe.</p>"
     )
     alone = figs[figs["metric"] == "throughput_alone"]
-    return (intro + _heatmap(cells, _class_order(figs)) + "<h3>Each class alone (16 warps)</h3>"
-            + report.figure_table(alone, FIGURE_COLUMNS))  # fmt: skip
+    return (
+        intro
+        + _heatmap(cells, _class_order(figs))
+        + "<h3>Each class alone (16 warps)</h3>"
+        + evidence.figure_table(alone, FIGURE_COLUMNS)
+    )
 
 
 def _topology_section(frames: dict[str, pd.DataFrame]) -> str:
-    figs = report.figures_of(frames, kinds=("derived",))
+    figs = evidence.figures_of(frames, kinds=("derived",))
     groups = figs[figs["metric"] == "pipe_groups"]
     if groups.empty:
-        return report.empty("no co-issue figures: the topology needs the coissue_* cases")
+        return markup.empty("no co-issue figures: the topology needs the coissue_* cases")
     g = groups.iloc[0]
     lines = [
-        f"<p><b>Inferred on this GPU</b> ({report.badge(str(g['status']))}): {html.escape(str(g['derivation']))}.</p>",
+        f"<p><b>Inferred on this GPU</b> ({markup.badge(str(g['status']))}): {html.escape(str(g['derivation']))}.</p>",
         "<p><b>Rule.</b> With shares f<sub>x</sub> + f<sub>y</sub> = 1 of the pair's instructions and alone rates "
         "a<sub>x</sub>, a<sub>y</sub>: if the classes only share the dispatch port, the pair's total rate is "
         f"E<sub>issue</sub> = min({ISSUE_RATE:g}, a<sub>x</sub>/f<sub>x</sub>, a<sub>y</sub>/f<sub>y</sub>) (a "
@@ -218,44 +230,51 @@ def _topology_section(frames: dict[str, pd.DataFrame]) -> str:
         "groups and which classes fall together with that model.</p>",
     ]
     index = figs[figs["metric"] == "sharing_index"]
-    return "".join(lines) + report.figure_table(index, (*FIGURE_COLUMNS, "derivation"))
+    return "".join(lines) + evidence.figure_table(index, (*FIGURE_COLUMNS, "derivation"))
 
 
 # --- subnormal operands and dispatch latency --------------------------------------------------------------------
 
 
 def _subnormal_section(frames: dict[str, pd.DataFrame]) -> str:
-    figs = report.figures_of(frames)
+    figs = evidence.figures_of(frames)
     cases = tuple(c for by in subnormal_ops(figs["case"].unique()).values() for c in by.values())
     penalties = figs[figs["metric"].isin(["latency_penalty", "throughput_penalty"])]
     if not cases:
-        return report.empty("no subnormal figures (<op>_normal / <op>_subnormal cases not measured)")
-    measured = report.figures_of(frames, cases=cases, metrics=("latency", "throughput"), kinds=("point", "peak"))
+        return markup.empty("no subnormal figures (<op>_normal / <op>_subnormal cases not measured)")
+    measured = evidence.figures_of(frames, cases=cases, metrics=("latency", "throughput"), kinds=("point", "peak"))
     intro = (
         "<p>The same dependent chain on normal and on subnormal operands (no .ftz: subnormals computed exactly; each "
         "point checked on the GPU that the chain values really are subnormal), and with .ftz (flushed to zero, "
         "checked likewise). Penalty: subnormal latency / normal latency, normal peak throughput / subnormal peak "
         "throughput; 1.00 = no penalty (the paper: +0.12 cycle on sm_120, noise).</p>"
     )
-    return (intro + report.figure_table(penalties, FIGURE_COLUMNS) + "<h3>Each case</h3>"
-            + report.figure_table(measured, FIGURE_COLUMNS))  # fmt: skip
+    return (
+        intro
+        + evidence.figure_table(penalties, FIGURE_COLUMNS)
+        + "<h3>Each case</h3>"
+        + evidence.figure_table(measured, FIGURE_COLUMNS)
+    )
 
 
 def _dispatch_section(frames: dict[str, pd.DataFrame]) -> str:
-    figs = report.figures_of(frames)
+    figs = evidence.figures_of(frames)
     derived = figs[figs["metric"].isin(["dispatch", "dispatch_slope"]) & (figs["kind"] == "derived")]
     if derived.empty:
-        return report.empty("no dispatch figures (dispatch_* cases not measured)")
+        return markup.empty("no dispatch figures (dispatch_* cases not measured)")
     notes = []
     for case, g in derived.groupby("case", sort=False):
         first, more = _first(g[g["metric"] == "dispatch"]), _first(g[g["metric"] == "dispatch_slope"])
         parts = []
         if first is not None:
-            parts.append(f"the first dependent op after a clock read costs {report.number(first['value'])} cycles "
-                         f"beyond a back-to-back clock read ({report.badge(str(first['status']))})")  # fmt: skip
+            parts.append(
+                f"the first dependent op after a clock read costs {markup.number(first['value'])} cycles "
+                f"beyond a back-to-back clock read ({markup.badge(str(first['status']))})"
+            )
         if more is not None:
-            parts.append(f"each further dependent op {report.number(more['value'])} cycles "
-                         f"({report.badge(str(more['status']))})")  # fmt: skip
+            parts.append(
+                f"each further dependent op {markup.number(more['value'])} cycles ({markup.badge(str(more['status']))})"
+            )
         notes.append(f"<li><b>{html.escape(str(case))}</b>: {'; '.join(parts)}</li>")
     each = figs[figs["case"].isin(derived["case"]) & figs["metric"].isin(["clock_to_clock", "elapsed"])]
     intro = (
@@ -264,8 +283,13 @@ def _dispatch_section(frames: dict[str, pd.DataFrame]) -> str:
         "the dispatch latency (the paper: 3 cycles to the first IADD3 result on sm_120), the slope over n the op's "
         "latency. A spread above 1 cycle means the measurement is broken, not noisy.</p>"
     )
-    return (intro + f"<ul>{''.join(notes)}</ul>" + report.figure_table(derived, (*FIGURE_COLUMNS, "method"))
-            + "<h3>Every point</h3>" + report.figure_table(each, FIGURE_COLUMNS))  # fmt: skip
+    return (
+        intro
+        + f"<ul>{''.join(notes)}</ul>"
+        + evidence.figure_table(derived, (*FIGURE_COLUMNS, "method"))
+        + "<h3>Every point</h3>"
+        + evidence.figure_table(each, FIGURE_COLUMNS)
+    )
 
 
 def sections(frames: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from smdissect import power, report
+from smdissect import charts, evidence, markup, power
 
 MODEL = ("p_infrastructure", "k_per_sm", "fit_r2", "fit_rms", "p_infrastructure_minus_idle", "infrastructure_share")
 EFFICIENCY = ("tflops", "tflops_per_w", "tflops_per_w_vs_fp32")
@@ -32,10 +32,14 @@ def where_intercept(figures: pd.DataFrame) -> str:
     for r in gaps.itertuples(index=False):
         half = (r.spread or 0.0) / 2
         side = "below" if r.value + half < 0 else "above" if r.value - half > 0 else "within the leave-one-out range of"
-        sides.setdefault(side, []).append(f"{power.PRECISIONS.get(r.case, r.case)} {report.number(r.value, 3)} W")
-    idle_text = (f" ({report.number(idle['value'].iloc[0], 4)} W"
-                 + (f" at {report.number(clock['value'].iloc[0], 4)} MHz" if len(clock) else "") + ", no kernel)"
-                 if len(idle) else "")  # fmt: skip
+        sides.setdefault(side, []).append(f"{power.PRECISIONS.get(r.case, r.case)} {markup.number(r.value, 3)} W")
+    idle_text = (
+        f" ({markup.number(idle['value'].iloc[0], 4)} W"
+        + (f" at {markup.number(clock['value'].iloc[0], 4)} MHz" if len(clock) else "")
+        + ", no kernel)"
+        if len(idle)
+        else ""
+    )
     parts = "; ".join(f"{side} the idle card: {', '.join(v)}" for side, v in sides.items())
     text = f"P_infrastructure minus the idle card{idle_text}: {parts}."
     if "below" in sides:
@@ -62,7 +66,7 @@ def convex(figures: pd.DataFrame) -> list[str]:
     out = []
     rows = figures[figures["metric"] == "fit_residual"]
     for case, g in rows.groupby("case", sort=False):
-        g = g.assign(sms=g["params"].map(lambda p: report.param(p, "sms"))).sort_values("sms")
+        g = g.assign(sms=g["params"].map(lambda p: evidence.param(p, "sms"))).sort_values("sms")
         values = g["value"].tolist()
         if len(values) >= 3 and values[0] > 0 and values[-1] > 0 and min(values[1:-1]) < 0:
             out.append(power.PRECISIONS.get(str(case), str(case)))
@@ -72,31 +76,35 @@ def convex(figures: pd.DataFrame) -> list[str]:
 def _model(figures: pd.DataFrame, pts: pd.DataFrame) -> str:
     table = _ordered(figures, MODEL)
     if table.empty:
-        return report.empty("no power measurements of busy SMs")
+        return markup.empty("no power measurements of busy SMs")
     idle = _ordered(figures, ("power", "sm_clock_nvml"))
     idle = idle[idle["case"] == power.IDLE]
     flagged = int(pts["throttled"].sum()) if len(pts) else 0
-    note = report.empty(
+    note = markup.empty(
         "P = P_infrastructure + k x active SMs, least squares over each precision's unthrottled points (one "
         "persistent CTA per SM; energy-counter average over a 1 s window of sustained work); every spread is the "
         f"range over the leave-one-out fits. {flagged} sample(s) whose clock event reasons include a power cap, "
         "thermal or hardware slowdown are left out of the fits"
     )
-    return note + where_intercept(figures) + report.figure_table(pd.concat([idle, table]))
+    return note + where_intercept(figures) + evidence.figure_table(pd.concat([idle, table]))
 
 
 def _chart(figures: pd.DataFrame, pts: pd.DataFrame) -> str:
     import altair as alt  # the pages' machine has it; a GPU machine making tables may not
+
     if pts.empty:
-        return report.empty("no power measurements")
+        return markup.empty("no power measurements")
     fits = figures[figures["metric"].isin(("p_infrastructure", "k_per_sm"))]
     lines = fits.pivot_table(index="case", columns="metric", values="value").dropna()
     top = int(pts["sms"].max())
     ends = pd.DataFrame(
-        [{"precision": power.PRECISIONS.get(c, c), "sms": s, "power_w": r["p_infrastructure"] + r["k_per_sm"] * s}
-         for c, r in lines.iterrows() for s in (0, top)],
+        [
+            {"precision": power.PRECISIONS.get(c, c), "sms": s, "power_w": r["p_infrastructure"] + r["k_per_sm"] * s}
+            for c, r in lines.iterrows()
+            for s in (0, top)
+        ],
         columns=["precision", "sms", "power_w"],
-    )  # fmt: skip
+    )
     data = pts.assign(sample=pts["throttled"].map({True: "throttled", False: "unthrottled"}))
     dots = (
         alt.Chart(data)
@@ -110,8 +118,8 @@ def _chart(figures: pd.DataFrame, pts: pd.DataFrame) -> str:
     )
     fitted = alt.Chart(ends).mark_line(strokeDash=[4, 3]).encode(x="sms:Q", y="power_w:Q", color="precision:N")
     residuals = _ordered(figures, ("fit_residual",))
-    return report.svg((dots + fitted).properties(width=560, height=320)) + (
-        "<h3>Residuals of the fits</h3>" + report.figure_table(residuals) if len(residuals) else ""
+    return charts.svg((dots + fitted).properties(width=560, height=320)) + (
+        "<h3>Residuals of the fits</h3>" + evidence.figure_table(residuals) if len(residuals) else ""
     )
 
 
@@ -119,29 +127,37 @@ def _efficiency(figures: pd.DataFrame) -> str:
     table = _ordered(figures, EFFICIENCY)
     table = table[(table["metric"] != "tflops") | (table["kind"] == "peak")]
     if table.empty:
-        return report.empty("no TFLOPS measurements")
-    return report.figure_table(table)
+        return markup.empty("no TFLOPS measurements")
+    return evidence.figure_table(table)
 
 
 def _samples(pts: pd.DataFrame) -> str:
     if pts.empty:
-        return report.empty("no power measurements")
+        return markup.empty("no power measurements")
     table = pts.assign(throttle=pts["throttle"].map(lambda m: f"{m:#x}"))
-    columns = {"precision": "precision", "sms": "active SMs", "power_nvml_w": "NVML power readings (W, median)",
-               "energy_j": "energy (J)", "sm_clock_mhz": "SM clock NVML (MHz)", "clock64_mhz": "SM clock clock64 (MHz)",
-               "temperature_c": "temperature (C)", "throttle": "clock event mask", "reasons": "clock event reasons",
-               "throttled": "bends the line"}  # fmt: skip
-    note = report.empty(
+    columns = {
+        "precision": "precision",
+        "sms": "active SMs",
+        "power_nvml_w": "NVML power readings (W, median)",
+        "energy_j": "energy (J)",
+        "sm_clock_mhz": "SM clock NVML (MHz)",
+        "clock64_mhz": "SM clock clock64 (MHz)",
+        "temperature_c": "temperature (C)",
+        "throttle": "clock event mask",
+        "reasons": "clock event reasons",
+        "throttled": "bends the line",
+    }
+    note = markup.empty(
         "evidence, not figures: the medians of each point's NVML readings, energy, clocks and temperature, and the "
         "clock event reasons that decide which points the fits use (board power and TFLOPS are the figures above)"
     )
-    return note + report.table(table[list(columns)].rename(columns=columns))
+    return note + markup.table(table[list(columns)].rename(columns=columns))
 
 
 def sections(frames: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:
     """The power category's model, chart and tables, each saying so when its measurements are missing."""
     pts = power.points(frames.get("raw"))
-    figures = report.figures_of(frames)
+    figures = evidence.figures_of(frames)
     return [
         ("Power model: P = P_infrastructure + k x active SMs", _model(figures, pts)),
         ("Board power versus active SMs", _chart(figures, pts)),

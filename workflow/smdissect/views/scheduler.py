@@ -8,32 +8,29 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from smdissect import report
+from smdissect import catalog, charts, evidence, markup
 from smdissect.derived.scheduler import chain_stalls
 
 FIGURE_COLUMNS = ("figure", "value", "unit", "spread", "status", "reason")
 
 
-def _points(raw: pd.DataFrame | None, cases: list[str], metric: str, keys: list[str]) -> pd.DataFrame:
-    """Median value per (case, params) of one metric, with the named parameters as columns (for the charts)."""
-    return report.points(raw, cases, metric, keys)
-
-
-def _figures(frames: dict[str, pd.DataFrame], cases: tuple[str, ...], metrics: tuple[str, ...] = (),
-             kinds: tuple[str, ...] = ()) -> str:  # fmt: skip
+def _figures(
+    frames: dict[str, pd.DataFrame], cases: tuple[str, ...], metrics: tuple[str, ...] = (), kinds: tuple[str, ...] = ()
+) -> str:
     """The figures of some cases as a table with their statuses."""
-    return report.figure_table(report.figures_of(frames, cases=cases, metrics=metrics, kinds=kinds), FIGURE_COLUMNS)
+    return evidence.figure_table(evidence.figures_of(frames, cases=cases, metrics=metrics, kinds=kinds), FIGURE_COLUMNS)
 
 
 def _subcore(frames: dict[str, pd.DataFrame]) -> str:
     """Warp 0's issue rate beside each partner warp, colored by whether %warpid % 4 matched; the binding figures."""
     import altair as alt  # the pages' machine has it; a GPU machine making tables may not
+
     raw = frames.get("raw")
     cases = ["subcore_ffma", "subcore_mufu"]
-    thr = _points(raw, cases, "throughput", ["partner"])
+    thr = evidence.points(raw, cases, "throughput", ["partner"])
     if thr.empty:
-        return report.empty("no sub-core measurements")
-    same = _points(raw, cases, "same_subpartition", ["partner"])[["case", "params", "value"]]
+        return markup.empty("no sub-core measurements")
+    same = evidence.points(raw, cases, "same_subpartition", ["partner"])[["case", "params", "value"]]
     data = thr.merge(same.rename(columns={"value": "same"}), on=["case", "params"], how="left")
     data["partner warp"] = data.apply(lambda r: "none" if r["partner"] == 0 else f"warp {int(r['partner'])}", axis=1)
     data["sub-partition"] = data["same"].map(lambda s: "same as warp 0" if s >= 0.5 else "different")
@@ -49,19 +46,24 @@ def _subcore(frames: dict[str, pd.DataFrame]) -> str:
         )
         .properties(width=260, height=200)
     )
-    return (report.svg(chart) + _figures(frames, tuple(cases), kinds=("derived",))
-            + "<h3>%warpid against the warp index (warpid_map)</h3>" + _figures(frames, ("warpid_map",)))  # fmt: skip
+    return (
+        charts.svg(chart)
+        + _figures(frames, tuple(cases), kinds=("derived",))
+        + "<h3>%warpid against the warp index (warpid_map)</h3>"
+        + _figures(frames, ("warpid_map",))
+    )
 
 
 def _warps(frames: dict[str, pd.DataFrame]) -> str:
     """Throughput per SM against the resident warps measured on it, one line per pipe; saturation and residency."""
     import altair as alt  # the pages' machine has it; a GPU machine making tables may not
+
     raw = frames.get("raw")
-    cases = ["warps_ffma", "warps_iadd3", "warps_mufu"]
-    thr = _points(raw, cases, "throughput", ["warps"])
+    cases = list(catalog.ids("scheduler", measure="resident_warps"))
+    thr = evidence.points(raw, cases, "throughput", ["warps"])
     if thr.empty:
-        return report.empty("no warp-scaling measurements")
-    res = _points(raw, cases, "resident_warps", ["warps"])[["case", "params", "value"]]
+        return markup.empty("no warp-scaling measurements")
+    res = evidence.points(raw, cases, "resident_warps", ["warps"])[["case", "params", "value"]]
     data = thr.merge(res.rename(columns={"value": "resident"}), on=["case", "params"], how="left")
     chart = (
         alt.Chart(data[["case", "resident", "value"]])
@@ -73,16 +75,21 @@ def _warps(frames: dict[str, pd.DataFrame]) -> str:
         )
         .properties(width=420, height=260)
     )
-    return (report.svg(chart) + _figures(frames, tuple(cases))
-            + "<h3>Most co-resident warps and CTAs per SM</h3>" + _figures(frames, ("max_resident",)))  # fmt: skip
+    return (
+        charts.svg(chart)
+        + _figures(frames, tuple(cases))
+        + "<h3>Most co-resident warps and CTAs per SM</h3>"
+        + _figures(frames, ("max_resident",))
+    )
 
 
 def _scoreboard(frames: dict[str, pd.DataFrame]) -> str:
     """Cycles per iteration against independent loads in flight, and the scoreboard depth they give."""
     import altair as alt  # the pages' machine has it; a GPU machine making tables may not
-    data = _points(frames.get("raw"), ["scoreboard_depth"], "cycles_per_iteration", ["loads"])
+
+    data = evidence.points(frames.get("raw"), ["scoreboard_depth"], "cycles_per_iteration", ["loads"])
     if data.empty:
-        return report.empty("no scoreboard measurements")
+        return markup.empty("no scoreboard measurements")
     chart = (
         alt.Chart(data[["loads", "value"]])
         .mark_line(point=True)
@@ -92,10 +99,14 @@ def _scoreboard(frames: dict[str, pd.DataFrame]) -> str:
         )
         .properties(width=420, height=240)
     )
-    depth = report.figures_of(frames, cases=("scoreboard_depth",), kinds=("derived",))
-    each = report.figures_of(frames, cases=("scoreboard_depth",), kinds=("each", "point", "peak"))
-    return (report.svg(chart) + report.figure_table(depth, (*FIGURE_COLUMNS, "derivation", "method"))
-            + "<h3>Every load count</h3>" + report.figure_table(each, FIGURE_COLUMNS))  # fmt: skip
+    depth = evidence.figures_of(frames, cases=("scoreboard_depth",), kinds=("derived",))
+    each = evidence.figures_of(frames, cases=("scoreboard_depth",), kinds=("each", "point", "peak"))
+    return (
+        charts.svg(chart)
+        + evidence.figure_table(depth, (*FIGURE_COLUMNS, "derivation", "method"))
+        + "<h3>Every load count</h3>"
+        + evidence.figure_table(each, FIGURE_COLUMNS)
+    )
 
 
 def _controlcodes(frames: dict[str, pd.DataFrame]) -> str:
@@ -103,32 +114,41 @@ def _controlcodes(frames: dict[str, pd.DataFrame]) -> str:
     stage had the table, and the latencies measured on the same chains."""
     codes = frames.get("controlcodes")
     if codes is None or codes.empty:
-        return report.empty("no decoded control codes (the sass stage's controlcodes table is missing)")
+        return markup.empty("no decoded control codes (the sass stage's controlcodes table is missing)")
     raw = frames.get("raw")
     run_arch = str(raw["arch"].iloc[0]) if raw is not None and len(raw) and "arch" in raw.columns else ""
     shown = codes[codes["arch"] == run_arch] if run_arch and "arch" in codes.columns else codes
-    stalls = report.figures_of(frames, metrics=("compiler_stall",))
-    summary = (report.figure_table(stalls, FIGURE_COLUMNS) if len(stalls) else
-               "<p>The stall counts ptxas encodes (static SASS, not measured):</p>" + report.table(chain_stalls(shown)))
-    measured = report.figures_of(frames, metrics=("latency",))
+    stalls = evidence.figures_of(frames, metrics=("compiler_stall",))
+    summary = (
+        evidence.figure_table(stalls, FIGURE_COLUMNS)
+        if len(stalls)
+        else "<p>The stall counts ptxas encodes (static SASS, not measured):</p>" + markup.table(chain_stalls(shown))
+    )
+    measured = evidence.figures_of(frames, metrics=("latency",))
     first = shown[shown["kernel"] == "ffma_chain"].head(48)
-    detail = "<h3>ffma_chain, first instructions</h3>" + report.table(first) if not first.empty else ""
-    latency = ("<h3>Latency measured on the chains</h3>" + report.figure_table(measured, FIGURE_COLUMNS)
-               if len(measured) else "")  # fmt: skip
+    detail = "<h3>ffma_chain, first instructions</h3>" + markup.table(first) if not first.empty else ""
+    latency = (
+        "<h3>Latency measured on the chains</h3>" + evidence.figure_table(measured, FIGURE_COLUMNS)
+        if len(measured)
+        else ""
+    )
     return summary + latency + detail
 
 
 def _patching(frames: dict[str, pd.DataFrame]) -> str:
     """Stall count k of the chain FFMAs: wrong results and speed; the yield flag: cycles per iteration."""
     import altair as alt  # the pages' machine has it; a GPU machine making tables may not
+
     parts = []
-    stall = report.figures_of(frames, cases=("stall_patch",))
+    stall = evidence.figures_of(frames, cases=("stall_patch",))
     if len(stall):
         derived = stall[stall["kind"] == "derived"]
-        parts.append("<h3>Stall count patched to k (4 warps x 32 threads)</h3>"
-                     + report.figure_table(derived, (*FIGURE_COLUMNS, "derivation"))
-                     + report.figure_table(stall[stall["kind"] != "derived"], FIGURE_COLUMNS))  # fmt: skip
-    yld = _points(frames.get("raw"), ["yield_patch"], "cycles_per_iteration", ["warps", "flipped"])
+        parts.append(
+            "<h3>Stall count patched to k (4 warps x 32 threads)</h3>"
+            + evidence.figure_table(derived, (*FIGURE_COLUMNS, "derivation"))
+            + evidence.figure_table(stall[stall["kind"] != "derived"], FIGURE_COLUMNS)
+        )
+    yld = evidence.points(frames.get("raw"), ["yield_patch"], "cycles_per_iteration", ["warps", "flipped"])
     if not yld.empty:
         yld["yield flag"] = yld["flipped"].map({0: "compiler's", 1: "inverted"})
         chart = (
@@ -141,17 +161,20 @@ def _patching(frames: dict[str, pd.DataFrame]) -> str:
             )
             .properties(width=420, height=240)
         )
-        parts.append("<h3>Yield flag of the chain FFMAs</h3>" + report.svg(chart)
-                     + _figures(frames, ("yield_patch",), kinds=("derived",)))  # fmt: skip
-    return "".join(parts) or report.empty("no patching measurements")
+        parts.append(
+            "<h3>Yield flag of the chain FFMAs</h3>"
+            + charts.svg(chart)
+            + _figures(frames, ("yield_patch",), kinds=("derived",))
+        )
+    return "".join(parts) or markup.empty("no patching measurements")
 
 
 def _setmaxnreg(frames: dict[str, pd.DataFrame]) -> str:
     """Cycles per setmaxnreg.dec and .inc, clock-read overhead subtracted."""
-    figs = report.figures_of(frames, cases=("setmaxnreg",))
+    figs = evidence.figures_of(frames, cases=("setmaxnreg",))
     if figs.empty:
-        return report.empty("no setmaxnreg measurements")
-    return report.figure_table(figs, (*FIGURE_COLUMNS, "derivation", "method"))
+        return markup.empty("no setmaxnreg measurements")
+    return evidence.figure_table(figs, (*FIGURE_COLUMNS, "derivation", "method"))
 
 
 def sections(frames: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:

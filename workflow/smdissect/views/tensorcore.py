@@ -9,7 +9,7 @@ import re
 
 import pandas as pd
 
-from smdissect import archs, report
+from smdissect import archs, charts, evidence, markup, stats
 from smdissect.tables import point_text
 
 TENSOR_OPS = ("HMMA", "IMMA", "BMMA", "DMMA", "QMMA", "OMMA", "HGMMA")
@@ -19,17 +19,17 @@ GAP_MMA = "mma_f16_f32"
 
 
 def _medians(raw: pd.DataFrame) -> pd.DataFrame:
-    """Median value per (case, params, metric) with the swept parameters as columns (for the charts)."""
-    out = raw.groupby(["arch", "case", "params", "metric"], as_index=False).agg(value=("value", "median"))
+    """Median value per (arch, case, params, metric) with the swept parameters as columns (for the charts)."""
+    out = stats.summary(raw, ["arch", "case", "params", "metric"])
     for key in ("ilp", "warps", "warpgroups", "n", "batch"):
-        out[key] = pd.to_numeric(out["params"].map(lambda p, k=key: report.param(p, k)), errors="coerce")
+        out[key] = pd.to_numeric(out["params"].map(lambda p, k=key: evidence.param(p, k)), errors="coerce")
     return out
 
 
 def _sass_forms(sass: pd.DataFrame) -> pd.DataFrame:
     """Per (arch, case): the tensor opcodes of its first long ilp-1 kernel (by name), instructions per operation,
     and whether the tensor instruction is native, emulated or absent there."""
-    long = sass[(sass["variant"] == "long") & (sass["params"].map(lambda p: report.param(p, "ilp")) == 1)]
+    long = sass[(sass["variant"] == "long") & (sass["params"].map(lambda p: evidence.param(p, "ilp")) == 1)]
     rows = []
     for (arch, case, _), k in long.groupby(["arch", "case", "kernel"]):
         ops = int(k["ops"].max()) if "ops" in k else 0
@@ -37,10 +37,18 @@ def _sass_forms(sass: pd.DataFrame) -> pd.DataFrame:
         calls = int(k.loc[k["opcode"].str.startswith("CALL"), "count"].sum())
         count = int(tensor["count"].sum())
         form = "native" if ops and count == ops and not calls else ("absent" if not count else "emulated")
-        rows.append({"arch": arch, "case": case, "SASS": ", ".join(sorted(set(tensor["opcode"]))) or "-",
-                     "tensor ops in kernel": count, "mma per kernel": ops, "CALL": calls,
-                     "SASS instructions per mma": round(int(k["count"].sum()) / ops, 2) if ops else None,
-                     "form": form})  # fmt: skip
+        rows.append(
+            {
+                "arch": arch,
+                "case": case,
+                "SASS": ", ".join(sorted(set(tensor["opcode"]))) or "-",
+                "tensor ops in kernel": count,
+                "mma per kernel": ops,
+                "CALL": calls,
+                "SASS instructions per mma": round(int(k["count"].sum()) / ops, 2) if ops else None,
+                "form": form,
+            }
+        )
     return pd.DataFrame(rows).drop_duplicates(["arch", "case"]).reset_index(drop=True)
 
 
@@ -63,21 +71,26 @@ def _one(figures: pd.DataFrame, case: str, metric: str) -> pd.Series | None:
 
 def gap(frames: dict[str, pd.DataFrame]) -> str:
     """The mma.sync vs wgmma f16 gap: its figure and the figures that explain it, and what they say."""
-    figures = report.figures_of(frames)
+    figures = evidence.figures_of(frames)
     ratio = figures[figures["metric"] == "over_mma_sync"]
     if ratio.empty:
-        return report.empty("needs both mma_f16_f32 and a wgmma_f16 case measured on one GPU (wgmma is sm_90a only)")
+        return markup.empty("needs both mma_f16_f32 and a wgmma_f16 case measured on one GPU (wgmma is sm_90a only)")
     r = ratio.iloc[0]
     wg = r["case"]
-    shown = [r] + [f for f in (_one(figures, c, m) for c in (GAP_MMA, wg) for m in ("flops", "issue_interval",
-                   "latency", "pct_of_peak")) if f is not None]  # fmt: skip
-    table = report.figure_table(pd.DataFrame(shown), ("figure", "value", "unit", "spread", "status", "reason"))
-    n = report.param(r["params"], "n")
+    shown = [r] + [
+        f
+        for f in (
+            _one(figures, c, m) for c in (GAP_MMA, wg) for m in ("flops", "issue_interval", "latency", "pct_of_peak")
+        )
+        if f is not None
+    ]
+    table = evidence.figure_table(pd.DataFrame(shown), ("figure", "value", "unit", "spread", "status", "reason"))
+    n = evidence.param(r["params"], "n")
     shape = f"m64n{n}k16" if n else "m64nNk16"
     text = (
         f"<p>The best wgmma ({html.escape(wg)}, {html.escape(point_text(r['params']))}) reaches "
-        f"{report.number(r['value'], 3)}x the FLOP/cycle/SM of mma.sync m16n8k16 f16 -> f32 "
-        f"({report.badge(r['status'])}). One wgmma {shape} is N/2 times the work of one HMMA.16816 and reads B (and "
+        f"{markup.number(r['value'], 3)}x the FLOP/cycle/SM of mma.sync m16n8k16 f16 -> f32 "
+        f"({markup.badge(r['status'])}). One wgmma {shape} is N/2 times the work of one HMMA.16816 and reads B (and "
         "A) from shared memory through descriptors, asynchronously: the four warps of a warpgroup keep the tensor "
         "cores fed with no per-instruction register-file operand traffic, while mma.sync re-reads its A and B "
         "fragments from registers for every 16x8x16 tile and waits on the accumulator dependency in each warp.</p>"
@@ -111,24 +124,26 @@ def _needs(case: str) -> str:
 def _chart(figures: pd.DataFrame, metric: str, title: str, axis: str) -> str:
     """A bar per figure of one metric (its point, peak or derived figure), coloured by status."""
     import altair as alt  # the pages' machine has it; a GPU machine making tables may not
+
     data = figures[(figures["metric"] == metric)][["figure", "value", "status"]]
     if data.empty:
-        return report.empty(f"no {metric} figure")
+        return markup.empty(f"no {metric} figure")
     chart = (
         alt.Chart(data, title=title)
         .mark_bar()
         .encode(x=alt.X("figure:N", sort=None, title=None), y=alt.Y("value:Q", title=axis), color="status:N")
     )
-    return report.svg(chart)
+    return charts.svg(chart)
 
 
 def _wgmma_chart(raw: pd.DataFrame) -> str:
     """wgmma FLOP/cycle/SM over N, one line per warpgroups and batch, per case (from the raw samples)."""
     import altair as alt  # the pages' machine has it; a GPU machine making tables may not
+
     med = _medians(raw)
     data = med[med["case"].str.startswith("wgmma") & (med["metric"] == "flops")].copy()
     if data.empty:
-        return report.empty("no wgmma measured (wgmma is sm_90a only)")
+        return markup.empty("no wgmma measured (wgmma is sm_90a only)")
     data["series"] = data.apply(lambda r: f"{int(r.warpgroups)} WG, batch {int(r.batch)}", axis=1)
     chart = (
         alt.Chart(data)
@@ -136,7 +151,7 @@ def _wgmma_chart(raw: pd.DataFrame) -> str:
         .encode(x=alt.X("n:Q", title="N"), y=alt.Y("value:Q", title="FLOP/cycle/SM"), color="series:N")
         .facet(column="case:N")
     )
-    return report.svg(chart)
+    return charts.svg(chart)
 
 
 def _peak_source(raw: pd.DataFrame) -> str:
@@ -149,15 +164,15 @@ def _peak_source(raw: pd.DataFrame) -> str:
 def sections(frames: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:
     """Per-format figures and charts, wgmma scaling, the mma.sync-wgmma gap, and each case's SASS form."""
     raw, sass = frames.get("raw"), frames.get("sass")
-    figures = report.figures_of(frames)
+    figures = evidence.figures_of(frames)
     out = []
     if raw is None or raw.empty:
-        out.append(("Tensor-core formats", report.empty("not measured: no GPU run")))
+        out.append(("Tensor-core formats", markup.empty("not measured: no GPU run")))
     else:
         table = per_format(figures)
         kept = figures[figures["kind"] != "each"]
         out += [
-            ("Tensor-core formats", report.figure_table(table) + _peak_source(raw)),
+            ("Tensor-core formats", evidence.figure_table(table) + _peak_source(raw)),
             ("Latency per format", _chart(kept, "latency", "Dependent-accumulator latency", "cycle")),
             ("FLOP/cycle/SM per format", _chart(kept, "flops", "Peak FLOP/cycle/SM", "FLOP/cycle/SM")),
             (
@@ -168,7 +183,7 @@ def sections(frames: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:
             ("mma.sync vs wgmma", gap(frames)),
         ]
     if sass is None or sass.empty:
-        out.append(("SASS form per case", report.empty("no SASS table")))
+        out.append(("SASS form per case", markup.empty("no SASS table")))
     else:
-        out.append(("SASS form per case (native or emulated)", report.table(_static(sass, raw, frames.get("status")))))
+        out.append(("SASS form per case (native or emulated)", markup.table(_static(sass, raw, frames.get("status")))))
     return out

@@ -1,0 +1,94 @@
+"""The protocol's version: the harness and smdissect.protocol write the same one in every JSON line, and the one
+reader (protocol.read, behind the run stage and the build's listing) refuses a line of another version or of none
+with one line naming both versions and the fix. No GPU needed."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+from smdissect import build, catalog, protocol, run
+from smdissect.errors import SmdissectError
+
+# A binary of one case whose --list is the harness's, and which with no argument prints one record through the
+# harness's own printer without touching a GPU.
+TINY = """#include "harness.cuh"
+
+std::vector<smd::KernelInfo> kernels() { return {{{{"n", 1}}, "long", 2, 3, "tiny_kernel"}}; }
+
+int main(int argc, char** argv) {
+  if (argc == 1) {
+    smd::emit({"tiny", {{"n", 1}}, "latency", "cycle", {1.0, 2.0, 4.0}});
+    return 0;
+  }
+  return smd::family_main(argc, argv, {{"tiny", kernels, nullptr}});
+}
+"""
+
+# A family built before the protocol's version (or of another one): its lines carry `version`'s fields.
+STALE = """#!{python}
+import json, sys
+record = {{"case": "old", "params": {{"n": 1}}, "metric": "latency", "unit": "cycle", "value": 1.0, "samples": [1.0],
+          "cycles": 0, "iterations": 0, "clock_mhz": 0, "smid": -1}}
+print(json.dumps({version} | ({{"case": "old", "kernels": []}} if "--list" in sys.argv else record)))
+"""
+
+
+def test_the_harness_writes_this_version_in_records_and_listings(tmp_path: Path) -> None:
+    source, binary = tmp_path / "tiny.cu", tmp_path / "tiny"
+    source.write_text(TINY)
+    build.compile_family("nvcc", source, binary, ["sm_90a"], ROOT / "kernels" / "common", ["-O0", "-std=c++17"])
+    assert build.list_kernels(binary) == [
+        {
+            "protocol": protocol.VERSION,
+            "case": "tiny",
+            "kernels": [{"params": {"n": 1}, "variant": "long", "ops": 2, "iterations": 3, "symbol": "tiny_kernel"}],
+        }
+    ]
+    proc, why = run.attempt([str(binary)], timeout=30)
+    assert why == ""
+    (record,) = run.parse_records(proc.stdout, str(binary))
+    assert record["protocol"] == protocol.VERSION and record["samples"] == [1.0, 2.0, 4.0] and record["value"] == 2.0
+
+
+def test_a_python_family_writes_this_version(capsys: pytest.CaptureFixture[str]) -> None:
+    protocol.main(
+        {"lib_call": lambda case, point, *_: protocol.emit(case, point, "ms", "ms", [1.0])},
+        ["--case", "lib_call", "--param", "n=1"],
+    )
+    protocol.main({"lib_call": lambda *_: None}, ["--list"])
+    record, listing = protocol.read(capsys.readouterr().out, "lib")
+    assert record["protocol"] == listing["protocol"] == protocol.VERSION
+    assert record["case"] == listing["case"] == "lib_call" and listing["kernels"] == []
+
+
+STALE_VERSIONS = [({}, '0 (its lines have no "protocol" field)'), ({"protocol": 0}, "0"), ({"protocol": "1"}, '"1"')]
+
+
+@pytest.fixture(params=STALE_VERSIONS, ids=["missing", "older", "a string"])
+def stale(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path, str]:
+    """A stale family's executable, and the one line its output must give."""
+    version, theirs = request.param
+    binary = tmp_path.resolve() / "old"  # as the run stage names it
+    binary.write_text(STALE.format(python=sys.executable, version=json.dumps(version)))
+    binary.chmod(0o755)
+    why = f"rebuild the family: its binary speaks protocol {theirs}, this smdissect reads {protocol.VERSION}"
+    return binary, f"{binary}: {why}"
+
+
+def test_the_run_stage_refuses_a_stale_record(stale: tuple[Path, str]) -> None:
+    binary, line = stale
+    case = catalog.Case("t", "old", "old.py", "", ("latency",), {"n": [1]}, {})
+    with pytest.raises(SmdissectError) as err:
+        run.execute(binary, [case], "sm_90a", 1, 0, timeout=30)
+    assert str(err.value) == line
+
+
+def test_the_build_refuses_a_stale_listing(stale: tuple[Path, str]) -> None:
+    binary, line = stale
+    with pytest.raises(SmdissectError) as err:
+        build.list_kernels(binary)
+    assert str(err.value) == line and "\n" not in line

@@ -1,0 +1,107 @@
+"""The view registry: every category has exactly one view, registered against the View contract (a wrong signature is
+refused when it is registered), the docs' worked example renders on the committed H200 tables, and the median and
+spread every page and figure uses."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import ROOT
+from smdissect import catalog, markup, pipeline, stats, tables, views
+from smdissect.errors import SmdissectError
+
+VIEW_FILES = sorted(p.stem for p in (ROOT / "workflow" / "smdissect" / "views").glob("*.py") if p.stem != "__init__")
+LATENCY = ROOT / "reports" / "h200" / "tables" / "sm_90a" / "latency"
+
+
+def test_every_category_has_one_registered_view_and_every_view_file_is_registered() -> None:
+    assert set(views.VIEWS) == set(catalog.categories(ROOT / "kernels"))
+    modules = {view.__module__ for view in views.VIEWS.values()}
+    assert modules == {f"smdissect.views.{name}" for name in VIEW_FILES} | {"smdissect.views"}  # that: common_only
+    assert views.VIEWS["latency"] is views.common_only
+
+
+def frames_only(frames: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:
+    return []
+
+
+def extra_argument(frames: dict[str, pd.DataFrame], run_arch: str) -> list[tuple[str, str]]:
+    return []
+
+
+def keyword_only(*, frames: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:
+    return []
+
+
+def html_string(frames: dict[str, pd.DataFrame]) -> str:
+    return ""
+
+
+def one_table(raw: pd.DataFrame) -> list[tuple[str, str]]:
+    return []
+
+
+def unannotated(frames):
+    return []
+
+
+@pytest.mark.parametrize(
+    "wrong", [extra_argument, keyword_only, html_string, one_table, unannotated, lambda frames: []]
+)
+def test_a_view_of_another_signature_is_refused_when_registered(wrong: object) -> None:
+    with pytest.raises(SmdissectError, match=r"does not match View: it takes \(frames"):
+        views.checked(wrong)  # type: ignore[arg-type]
+
+
+def test_a_view_of_the_contract_is_registered_as_it_is() -> None:
+    assert views.checked(frames_only) is frames_only
+
+
+def test_a_category_without_a_view_is_a_one_line_error() -> None:
+    with pytest.raises(SmdissectError, match=r"category 'caches' has no view: register one in VIEWS") as err:
+        views.view_of("caches")
+    assert "\n" not in str(err.value)
+
+
+def docs_example() -> str:
+    """The python block of docs/cases.md's 'Adding a view' section."""
+    text = (ROOT / "docs" / "cases.md").read_text()
+    section = text[text.index("## Adding a view") :]
+    section = section[: section.index("\n## ")] if "\n## " in section else section
+    return re.search(r"```python\n(.*?)```", section, flags=re.S).group(1)
+
+
+def test_the_docs_example_view_renders_on_the_committed_latency_figures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module: dict[str, object] = {"__name__": "smdissect.views.latency"}
+    exec(compile(docs_example(), "docs/cases.md", "exec"), module)  # the example as views/latency.py would be
+    monkeypatch.setitem(views.VIEWS, "latency", views.checked(module["sections"]))  # type: ignore[arg-type]
+    out = tmp_path / "latency.html"
+    inputs = {kind: sorted(LATENCY.rglob(f"{kind}.parquet")) for kind in ("figures", "status")}
+    pipeline.report_page(ROOT / "kernels", "latency", inputs, {}, out, {}, ["latency"])
+    page = out.read_text()
+    ids = re.findall(r'<section id="([^"]+)">', page)
+    assert ids[:2] == ["findings", "ffma-dependent-latency"]  # the view's sections come right after the findings
+    figures = tables.read("figures", inputs["figures"])
+    ffma = figures[figures["figure"] == "ffma latency"].iloc[0]
+    mine = page[page.index('<section id="ffma-dependent-latency">') :]
+    mine = mine[: mine.index("</section>")]
+    assert f"<td>{markup.number(ffma['value'])}</td>" in mine and f'<span class="s-{ffma["status"]}">' in mine
+    assert "cycles per dependent FFMA" in mine
+
+
+def test_summary_is_the_median_the_range_and_the_count_of_each_group() -> None:
+    rows = pd.DataFrame({"case": ["b", "a", "b", "b", "a"], "params": ["{}"] * 5, "value": [3.0, 10.0, 1.0, 8.0, 4.0]})
+    sorted_ = stats.summary(rows, ["case", "params"])
+    assert sorted_.to_dict("list") == {
+        "case": ["a", "b"],
+        "params": ["{}", "{}"],
+        "value": [7.0, 3.0],
+        "spread": [6.0, 7.0],
+        "samples": [2, 3],
+    }
+    assert stats.summary(rows, ["case"], sort=False)["case"].tolist() == ["b", "a"]  # first seen first
