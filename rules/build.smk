@@ -12,7 +12,7 @@ rule build:
     params:
         nvcc=S["nvcc"],
         toolchain=PLAN.nvcc_version,
-        flags=lambda wildcards: PLAN.flags(wildcards.category, wildcards.family),
+        flags=lambda wildcards: PLAN.flags(wildcards.category, wildcards.family, wildcards.arch),
     priority: lambda wildcards: 1 if wildcards.arch in PLAN.arch_of.values() else 0  # the GPU stages wait on these
     benchmark:
         "benchmarks/build/{arch}/{category}/{family}.tsv"

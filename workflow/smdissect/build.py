@@ -39,6 +39,11 @@ def known_archs(nvcc: str = "nvcc") -> list[str]:
     return out.split()
 
 
+# nvcc's -O is the host compiler's level (device code is optimized all the same: the SASS is byte-identical, a test
+# checks): a binary that is only SASS-checked never runs its host code, so it is built at -O0, about half the time.
+SASS_ONLY = ["-O0"]
+
+
 def family_flags(configured: list[str], own: list[str]) -> list[str]:
     """The configured nvcc flags, then a family's own; a family's -O<level> (the host compiler's) replaces the
     configured one."""
