@@ -19,10 +19,10 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
-from smdissect import build, catalog, device, sass, tables  # noqa: E402
+from smdissect import archs, build, catalog, device, sass, tables  # noqa: E402
 
 ARCHS = ["sm_90a", "sm_120a"]  # the archs whose category-specific SASS facts the tests check
-BUILD_ARCHS = ["sm_80", "sm_89", "sm_90a", "sm_100a", "sm_120a"]  # every family builds and meets its claims on each
+BUILD_ARCHS = list(archs.CHECKED_ARCHS)  # every family builds and meets its claims on each
 FLAGS = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["nvcc_flags"]  # the pipeline's own flags
 FIXTURES = ROOT / "tests" / "fixtures"
 
@@ -46,8 +46,8 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str, st
     @cache
     def compile_family(category: str, family: str) -> Path:
         binary = out / category / family
-        flags = build.family_flags(FLAGS, catalog.family_flags(ROOT / "kernels", category, family))
-        flags = build.family_flags(flags, build.SASS_ONLY)  # host code at -O0: the SASS is the same
+        flags = build.merged_flags(FLAGS, catalog.family_flags(ROOT / "kernels", category, family))
+        flags = build.merged_flags(flags, build.SASS_ONLY)  # host code at -O0: the SASS is the same
         build.compile_family("nvcc", catalog.family_source(ROOT / "kernels", category, family), binary, BUILD_ARCHS,
                              ROOT / "kernels" / "common", flags)  # fmt: skip
         build.write_listing(binary, binary.with_suffix(".json"))

@@ -44,15 +44,15 @@ def test_host_optimization_leaves_the_sass_unchanged(tmp_path: Path) -> None:
     texts = []
     for level in ("-O0", "-O3"):
         binary = tmp_path / level
-        flags = build.family_flags(FLAGS, [level])
+        flags = build.merged_flags(FLAGS, [level])
         build.compile_family("nvcc", source, binary, ["sm_90a"], ROOT / "kernels" / "common", flags)
         texts.append(sass.dump(binary, "sm_90a"))
     assert texts[0] == texts[1] and "MUFU" in texts[0]
 
 
 def test_a_family_level_replaces_the_configured_one() -> None:
-    assert build.family_flags(["-O0", "-lineinfo"], ["-O3"]) == ["-lineinfo", "-O3"]
-    assert build.family_flags(["-O0", "-lineinfo"], ["--use_fast_math"]) == ["-O0", "-lineinfo", "--use_fast_math"]
+    assert build.merged_flags(["-O0", "-lineinfo"], ["-O3"]) == ["-lineinfo", "-O3"]
+    assert build.merged_flags(["-O0", "-lineinfo"], ["--use_fast_math"]) == ["-O0", "-lineinfo", "--use_fast_math"]
 
 
 def test_listing_matches_the_sass_kernels(built: dict) -> None:

@@ -26,11 +26,11 @@ HEADER_PACKAGES: dict[str, tuple[str, tuple[str, ...]]] = {
 CASE_REF = "^([a-z][a-z0-9_]*/)?[a-z][a-z0-9_]*$"  # a case of the same category, or <category>/<case>
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"  # the checkout's manifests
 
-# A case's keys: what the merged entry (case over family defaults over category defaults) must satisfy.
 # opcode (or 'A|B' alternatives) -> the count it must have: one bound or a list of them
 EXPECT_BOUND = [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]
 NULL = {"type": "null"}
 EXPECT = {"type": "object", "additionalProperties": {"anyOf": EXPECT_BOUND}}
+# A case's keys: what the merged entry (case over family defaults over category defaults) must satisfy.
 CASE_PROPERTIES: dict[str, Any] = {
     "id": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
     # a .cu family, or a Python script speaking the same protocol (a library's own call, e.g. torch)
@@ -140,7 +140,7 @@ INHERITED = tuple(k for k in CASE_PROPERTIES if k not in ("id", "source"))  # wh
 
 def _nullable(keys: tuple[str, ...]) -> dict[str, Any]:
     """Case keys as given in a manifest: each its schema, or null to take back an inherited default."""
-    return {k: {"anyOf": [{"type": "null"}, CASE_PROPERTIES[k]]} for k in keys}
+    return {k: {"anyOf": [NULL, CASE_PROPERTIES[k]]} for k in keys}
 
 
 MANIFEST_SCHEMA: dict[str, Any] = {

@@ -367,7 +367,7 @@ def parser() -> argparse.ArgumentParser:
         cmd_paper_map: ["out", ("kernels", {"default": "kernels"})],
         cmd_features: [("out", {"default": archs.FEATURES_HEADER})],
         cmd_archs: [
-            ("archs", {"nargs": "+", "default": list(archs.README_ARCHS)}),
+            ("archs", {"nargs": "+", "default": list(archs.CHECKED_ARCHS)}),
             ("readme", {"default": ""}),
             ("kernels", {"default": "kernels"}),
         ],

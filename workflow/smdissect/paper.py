@@ -28,8 +28,6 @@ from .errors import SmdissectError
 from .pipeline import REFERENCE, reference
 from .tables import parse_params
 
-ROOT = Path(__file__).resolve().parents[2]
-KERNELS = ROOT / "kernels"
 MAP = "reference/paper_map.yaml"
 DERIVED = Path(derived.__file__).parent  # the derivers: the metric names they can give are their string literals
 
@@ -324,7 +322,7 @@ def _entry(row: str, spec: dict[str, Any], cases: dict[str, catalog.Case], path:
     return Entry(row, MAP, refs, formula, float(spec.get("factor", 1.0)), reason, spec.get("note", ""))
 
 
-def load(kernels: Path = KERNELS, path: Path | None = None) -> dict[str, Entry]:
+def load(kernels: Path = catalog.KERNELS, path: Path | None = None) -> dict[str, Entry]:
     """Every row of the paper's csv, in its order, with how it is accounted for: where a manifest or deriver ties
     it, else the map's entry; every row must be accounted for exactly once."""
     path = path or kernels.parent / MAP
@@ -466,7 +464,7 @@ def account(
     figures: pd.DataFrame,
     status: pd.DataFrame | None,
     arch: str,
-    kernels: Path = KERNELS,
+    kernels: Path = catalog.KERNELS,
 ) -> dict[str, Any]:
     """One row of the accounting table."""
     unit, paper = str(ref_row["unit"]), float(ref_row["value"])
@@ -506,7 +504,7 @@ def account(
 
 
 def accounting(
-    figures: pd.DataFrame, reference: pd.DataFrame, status: pd.DataFrame | None = None, kernels: Path = KERNELS
+    figures: pd.DataFrame, reference: pd.DataFrame, status: pd.DataFrame | None = None, kernels: Path = catalog.KERNELS
 ) -> pd.DataFrame:
     """One row per figure of the paper: its value and GPU, how it is accounted for, the counterpart measured on this
     run (in the paper's unit where the two compare) with its status, the ratio measured / paper and a note where the
@@ -561,7 +559,7 @@ def _coverage_word(entries: list[Entry]) -> str:
     return "partly" if with_counterpart else "not covered"
 
 
-def structure(kernels: Path = KERNELS) -> pd.DataFrame:
+def structure(kernels: Path = catalog.KERNELS) -> pd.DataFrame:
     """The paper's test sections (reference/paper_map.yaml) with their rows, the smdissect categories and cases
     that measure their counterparts, how the rows are accounted for and whether the section is covered."""
     entries = load(kernels)
@@ -632,7 +630,7 @@ def unmeasured(status: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def markdown(kernels: Path = KERNELS) -> str:
+def markdown(kernels: Path = catalog.KERNELS) -> str:
     """docs/paper-map.md: the paper's sections against smdissect's categories and cases, and how its rows are
     accounted for."""
     table = structure(kernels)

@@ -74,10 +74,10 @@ class Plan:
     def flags(self, category: str, family: str, arch: str) -> str:
         """The nvcc flags of one family: the configured ones, then the family's own from its manifest; a build no
         GPU of this run executes (SASS-checked only) compiles its host code at -O0 (build.SASS_ONLY)."""
-        flags = build.family_flags(
+        flags = build.merged_flags(
             self.settings["nvcc_flags"], catalog.family_flags(self.root / "kernels", category, family)
         )
-        return " ".join(flags if arch in self.arch_of.values() else build.family_flags(flags, build.SASS_ONLY))
+        return " ".join(flags if arch in self.arch_of.values() else build.merged_flags(flags, build.SASS_ONLY))
 
     def source(self, category: str, family: str) -> str:
         """The file a family is built from (kernels/<category>/<family>.cu, or .py for a Python family)."""

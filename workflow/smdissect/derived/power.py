@@ -42,43 +42,29 @@ def _fit_figures(case: str, mine: pd.DataFrame, used: pd.DataFrame, which: str, 
         "the energy-counter average of a 1 s window of sustained work; spread: range over the leave-one-out fits"
     )
     base = {"case": case, "kind": "derived", "samples": len(pts), "points": pts}
+    fitted = (  # metric, unit, name, fit key, how
+        (
+            "p_infrastructure",
+            "W",
+            "P_infrastructure (fit intercept)",
+            "intercept_w",
+            "intercept of P = P_inf + k x SMs",
+        ),
+        ("k_per_sm", "W/SM", "k per active SM (fit slope)", "slope_w_per_sm", "slope"),
+        ("fit_r2", "1", "R^2 of the power fit", "r2", "1 - SS_residual / SS_total"),
+        ("fit_rms", "W", "rms residual of the power fit", "rms_w", "root mean square residual"),
+    )
     out = [
         Figure(
-            metric="p_infrastructure",
-            unit="W",
-            name=f"{case} P_infrastructure (fit intercept)",
-            value=fit["intercept_w"],
-            spread=spread["intercept_w"],
-            derivation=f"intercept of P = P_inf + k x SMs, {over}",
+            metric=metric,
+            unit=unit,
+            name=f"{case} {name}",
+            value=fit[key],
+            spread=spread[key],
+            derivation=f"{how}, {over}",
             **base,
-        ),
-        Figure(
-            metric="k_per_sm",
-            unit="W/SM",
-            name=f"{case} k per active SM (fit slope)",
-            value=fit["slope_w_per_sm"],
-            spread=spread["slope_w_per_sm"],
-            derivation=f"slope, {over}",
-            **base,
-        ),
-        Figure(
-            metric="fit_r2",
-            unit="1",
-            name=f"{case} R^2 of the power fit",
-            value=fit["r2"],
-            spread=spread["r2"],
-            derivation=f"1 - SS_residual / SS_total, {over}",
-            **base,
-        ),
-        Figure(
-            metric="fit_rms",
-            unit="W",
-            name=f"{case} rms residual of the power fit",
-            value=fit["rms_w"],
-            spread=spread["rms_w"],
-            derivation=f"root mean square residual, {over}",
-            **base,
-        ),
+        )
+        for metric, unit, name, key, how in fitted
     ]
     if len(idle):
         idle_at = canonical_params({"sms": 0})
