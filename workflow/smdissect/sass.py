@@ -10,6 +10,7 @@ import shutil
 import subprocess
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -57,8 +58,9 @@ class Instruction:
     target: int | None
 
 
+@lru_cache(maxsize=2)  # opcodes() and the callers of both parse one dump once (a family's is 4-33 MB: ~1 s each)
 def code(text: str) -> dict[str, list[Instruction]]:
-    """Every kernel's instructions in address order, keyed by demangled name."""
+    """Every kernel's instructions in address order, keyed by demangled name (shared between callers: read only)."""
     kernels: dict[str, list[Instruction]] = {}
     current: list[Instruction] | None = None
     for line in text.splitlines():
