@@ -408,6 +408,38 @@ def test_near_far_figures_state_the_modes_of_each_sm() -> None:
     assert [(c.name, c.verdict) for c in unrelated.checks] == [("partitions", "disagree")]
 
 
+WORDS = 32  # atomics.cu kCells: the words a global atomic latency record times, per repeat
+
+
+def atomic_frame(far: np.ndarray, repeats: int = 9, case: str = "atomic_add_global_latency") -> pd.DataFrame:
+    """Raw rows of a global atomic latency point as the binary writes them: every word's latency, repeat by repeat
+    (near 288, far 487 cycles as the H200's two L2 homes, jitter 2)."""
+    lat = np.tile(np.where(far, 487.0, 288.0), repeats) + 2 * np.random.default_rng(7).standard_normal(repeats * WORDS)
+    return raw_frame([(case, {"type": 0}, "latency", list(lat))], iterations=WORDS, smid=124)
+
+
+def test_global_atomic_latency_is_split_by_the_words_l2_home() -> None:
+    """One word times one L2 partition by chance (265 or 453 cycles in two H200 runs): the words split in two."""
+    half = np.arange(WORDS) % 2 == 0
+    found = derived_by_name(atomic_frame(half))
+    name = "atomic_add_global_latency L2 {} (type=0)"
+    assert found[name.format("latency clusters")].value == 2
+    assert found[name.format("near latency")].value == pytest.approx(288, abs=1)
+    assert found[name.format("far latency")].value == pytest.approx(487, abs=1)
+    assert found[name.format("far share")].value == 0.5 and found[name.format("word agreement")].value == 1
+    assert found[name.format("near latency")].samples == 9 * WORDS
+    assert [(c.name, c.verdict) for c in found[name.format("far latency")].checks] == [("line agreement", "agree")]
+    one = derived_by_name(atomic_frame(np.zeros(WORDS, dtype=bool)))
+    assert one[name.format("latency clusters")].value == 1 and name.format("far latency") not in one
+    noisy = atomic_frame(half)  # bimodal, but each word lands on either side from repeat to repeat: not its L2 home
+    noisy["value"] = np.random.default_rng(5).permutation(noisy["value"].to_numpy())
+    checks = derived_by_name(noisy)[name.format("far latency")].checks
+    assert [(c.name, c.verdict) for c in checks] == [("line agreement", "disagree")]
+    cases = catalog.load(ROOT / "kernels", "memory")
+    per_word = {c.id for c in cases if c.id.startswith("atomic_") and c.figures.get("latency") == "none"}
+    assert set(derived.ATOMIC_WORDS) == per_word  # the cases whose words stand for their generic latency figure
+
+
 def test_near_far_of_a_run_before_load_latency_is_not_shown() -> None:
     metrics = (("latency_near", [269.0, 282.0]), ("latency_far", [295.5, 295.2]), ("far_share", [0.5]))
     rows = [("chase_near_far", {"footprint_kb": 8192, "sm_slot": s}, m, v) for s in (0, 4) for m, v in metrics]

@@ -5,6 +5,11 @@
 #include "memory.cuh"
 
 constexpr int kSteps = 1024;     // dependent atomics: n then 2n
+// A global chain runs on each of kCells words 4 KB apart, one launch each: a word's L2 home is the near or the far L2
+// partition of the timing SM (H100/H200: about 290 vs 490 cycles, half the pages each, set per process by where
+// cudaMalloc's pages land), so one word times one partition by chance. latency_modes splits what the words show.
+constexpr int kCells = 32;
+constexpr long kCellBytes = 4096;
 constexpr int kPerThread = 64;   // independent atomics per thread in the throughput kernel
 constexpr int kThreads = 256;
 constexpr int kCtasPerSm = 4;
@@ -106,8 +111,9 @@ struct Device {
   int ctas = 0;
   Device() {
     ctas = mem::sizes().sms * kCtasPerSm;
-    SMD_CHECK(cudaMalloc(&cells, long(ctas) * kThreads * 8));
-    SMD_CHECK(cudaMemset(cells, 0, long(ctas) * kThreads * 8));
+    const long bytes = std::max(long(ctas) * kThreads * 8, kCells * kCellBytes);
+    SMD_CHECK(cudaMalloc(&cells, bytes));
+    SMD_CHECK(cudaMemset(cells, 0, bytes));
     SMD_CHECK(cudaMalloc(&slope, sizeof(mem::Slope)));
     SMD_CHECK(cudaMalloc(&stamps, ctas * sizeof(smd::Stamp)));
   }
@@ -122,32 +128,36 @@ template <class Op, class E, int SPACE>
 void latency(const std::string& id, const std::map<std::string, long>& point, int repeats) {
   using T = typename E::T;
   Device d;
-  T* cells = static_cast<T*>(d.cells);
-  auto launch = [&] {
-    atomic_latency<Op, E, SPACE><<<1, 1>>>(cells, d.slope);
+  const int cells = SPACE == kGlobal ? kCells : 1;
+  auto launch = [&](int c) {
+    T* cell = static_cast<T*>(d.cells) + c * (kCellBytes / sizeof(T));
+    atomic_latency<Op, E, SPACE><<<1, 1>>>(cell, d.slope);
     SMD_CHECK(cudaGetLastError());
     SMD_CHECK(cudaDeviceSynchronize());
     mem::Slope s;
     T result[2];
     SMD_CHECK(cudaMemcpy(&s, d.slope, sizeof(s), cudaMemcpyDeviceToHost));
-    SMD_CHECK(cudaMemcpy(result, cells, sizeof(result), cudaMemcpyDeviceToHost));
+    SMD_CHECK(cudaMemcpy(result, cell, sizeof(result), cudaMemcpyDeviceToHost));
     if (result[0] != T(0) || result[1] != T(0)) smd::fail("atomic chain changed its cell: the chain is broken");
     return s;
   };
-  launch();
+  for (int c = 0; c < cells; ++c) launch(c);
+  // samples: every cell's latency, repeat by repeat (`iterations` = cells per repeat, as latency_modes reads them)
   smd::Record rec{id, point, "latency", "cycle"};
   std::vector<double> cycles, clock;
   for (int r = 0; r < repeats; ++r) {
-    mem::Slope s;
-    {
-      smd::NvtxRange range(smd::range_name(id, point, "timed"));
-      s = launch();
+    for (int c = 0; c < cells; ++c) {
+      mem::Slope s;
+      {
+        smd::NvtxRange range(smd::range_name(id, point, "timed"), c == 0);  // ncu profiles the first cell's launch
+        s = launch(c);
+      }
+      rec.samples.push_back(mem::per_step(s, kSteps));
+      cycles.push_back(double(s.c2 - s.c0)), clock.push_back(mem::mhz(s));
+      rec.smid = int(s.smid);
     }
-    rec.samples.push_back(mem::per_step(s, kSteps));
-    cycles.push_back(double(s.c2 - s.c0)), clock.push_back(mem::mhz(s));
-    rec.smid = int(s.smid);
   }
-  rec.cycles = smd::median(cycles), rec.clock_mhz = smd::median(clock), rec.iterations = kSteps;
+  rec.cycles = smd::median(cycles), rec.clock_mhz = smd::median(clock), rec.iterations = cells;
   smd::emit(rec);
 }
 

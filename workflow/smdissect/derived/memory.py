@@ -32,6 +32,7 @@ WIDTHS = {32: "32-bit LDS", 64: "64-bit LDS.64", 128: "128-bit LDS.128"}
 DRAM_CASES = ("dram_read", "dram_write", "dram_copy", "memcpy_d2d", "torch_copy")
 PARTITION = 0.9  # two SMs timing the same lines: one partition places >= 90% of them alike, two <= 10%
 LIBRARIES = ("memcpy_d2d", "torch_copy")  # library copies of the same run: the references of dram_copy
+ATOMIC_WORDS = ("atomic_add_global_latency", "atomic_add_system_latency", "atomic_cas_global_latency")  # per word
 
 
 @functools.cache
@@ -266,8 +267,10 @@ def _launch_ranges(grid: np.ndarray, m: latency_modes.Modes) -> dict[str, float]
 
 @dataclass(frozen=True)
 class SlotFigures:
-    """What every figure of one chase_near_far point shares: its point, modes, launch ranges and derivation stem."""
+    """What every figure of one point split by latency_modes shares (chase_near_far's loads, the atomics' words): its
+    case, point, modes, launch ranges and derivation stem."""
 
+    case: str
     params: str
     where: str
     modes: latency_modes.Modes
@@ -280,7 +283,7 @@ class SlotFigures:
         if not math.isfinite(value):
             return None
         return Figure(
-            case="chase_near_far",
+            case=self.case,
             metric=metric,
             unit=unit,
             kind="derived",
@@ -295,21 +298,21 @@ class SlotFigures:
         )
 
 
-def _slot(raw: pd.DataFrame, loads: pd.DataFrame, params: str) -> tuple[SlotFigures, np.ndarray]:
-    """The modes of one point's loads (every launch, in run order) and each line's side of the cut."""
-    g = loads[loads["params"] == params].sort_values("repeat")
-    x, per_launch = g["value"].to_numpy(float), int(g["iterations"].iloc[0])
+def _slot(samples: pd.DataFrame, params: str, where: str, what: str = "loads") -> tuple[SlotFigures, np.ndarray]:
+    """The modes of one point's samples (`what`: `iterations` of them per launch, every launch in run order) and each
+    sample slot's side of the cut."""
+    g = samples[samples["params"] == params].sort_values("repeat")
+    case, x, per_launch = str(g["case"].iloc[0]), g["value"].to_numpy(float), int(g["iterations"].iloc[0])
     m = latency_modes.modes(x, per_launch)
     whole = per_launch > 0 and len(x) % per_launch == 0
     launches = len(x) // per_launch if whole else 0
     ranges = _launch_ranges(x.reshape(-1, per_launch), m) if launches >= 2 else {}
     stem = (
-        f"{m.loads} loads ({launches} launches of {per_launch}) timed from SM {int(g['smid'].iloc[0])}; "
+        f"{m.loads} {what} ({launches} launches of {per_launch}) timed from SM {int(g['smid'].iloc[0])}; "
         f"latency_modes.modes: {latency_modes.reading(m)}"
     )
-    where = f"SM slot {int(param(params, 'sm_slot'))}"
     placed = latency_modes.sides(x, per_launch, m) if whole else np.array([])
-    return SlotFigures(params, where, m, ranges, stem, methods().get("chase_near_far", "")), placed
+    return SlotFigures(case, params, where, m, ranges, stem, methods().get(case, "")), placed
 
 
 def _tied(m: latency_modes.Modes) -> list[Check]:
@@ -340,7 +343,7 @@ def near_far(raw: pd.DataFrame) -> list[Figure]:
     order = sorted(loads["params"].unique(), key=lambda p: (param(p, "footprint_kb"), param(p, "sm_slot")))
     first: tuple[str, np.ndarray] | None = None
     for params in order:
-        s, placed = _slot(raw, loads, params)
+        s, placed = _slot(loads, params, f"SM slot {int(param(params, 'sm_slot'))}")
         m = s.modes
         hits = f"the L2 hits (loads within {latency_modes.SLOW:g}x the median {m.median:.4g})"
         out += [
@@ -449,6 +452,51 @@ def near_far(raw: pd.DataFrame) -> list[Figure]:
                 s.method,
             )
         )
+    return keep(out)
+
+
+# --- atomics: the L2 home partition of each word ---------------------------------------------------------------------
+
+
+def atomic_words(raw: pd.DataFrame) -> list[Figure]:
+    """Per point of a global atomic latency case (samples: 32 words' latencies per repeat): what latency_modes finds
+    over the words (clusters, near and far latency, far share, word agreement), as chase_near_far's lines."""
+    out: list[Figure | None] = []
+    latency = raw[(raw["metric"] == "latency") & raw["case"].isin(ATOMIC_WORDS)]
+    for (case, params), _ in latency.groupby(["case", "params"], sort=True):
+        s, _ = _slot(latency[latency["case"] == case], str(params), point_text(str(params)), "words")
+        m, name = s.modes, f"{case} L2"
+        two = m.clusters == 2
+        figures = [
+            s.figure("clusters", "count", f"{name} latency clusters", m.clusters, "as chase_near_far's loads"),
+            s.figure(
+                "near_latency",
+                "cycle",
+                f"{name} near latency",
+                m.near,
+                "mean of the lower cluster" if two else "one cluster: the mean of every word",
+                "near",
+            ),
+            s.figure("far_latency", "cycle", f"{name} far latency", m.far if two else math.nan, "upper cluster", "far"),
+            s.figure(
+                "far_share",
+                "fraction",
+                f"{name} far share",
+                m.far_share,
+                "the upper cluster's share of the words (0 with one cluster)",
+                "far_share",
+            ),
+            s.figure(
+                "line_agreement",
+                "fraction",
+                f"{name} word agreement",
+                m.agreement if two else math.nan,
+                "share of words on the same side of the cut in every repeat (a latency set by the word's address, "
+                f"its L2 home, needs >= {latency_modes.ADDRESS_BOUND:g})",
+            ),
+        ]
+        tied = _tied(m)
+        out += [_with(tied, f) for f in figures[:4]] + figures[4:]
     return keep(out)
 
 
@@ -690,4 +738,6 @@ def figures(frames: dict[str, pd.DataFrame], generic: list[Figure]) -> list[Figu
     if raw is None or raw.empty:
         return []
     arch, gpu = run_of(raw)
-    return staircase(raw) + near_far(raw) + shared(raw) + mlp(raw) + bandwidth(raw, generic, arch, gpu)
+    return (
+        staircase(raw) + near_far(raw) + atomic_words(raw) + shared(raw) + mlp(raw) + bandwidth(raw, generic, arch, gpu)
+    )

@@ -305,7 +305,8 @@ def _atomics(frames: dict[str, pd.DataFrame]) -> str:
         return markup.empty("no atomics measurements")
     return markup.empty(
         "type 0 u32, 1 u64, 2 f32, 3 f64; contention 0: a word per thread, 1: every thread on one word; latency: the "
-        "slope of a dependent chain of atomics, throughput: atomics per cycle per SM"
+        "slope of a dependent chain of atomics (global and system: on each of 32 words, split by the word's near or "
+        "far L2 home partition), throughput: atomics per cycle per SM"
     ) + _figures(frames, cases)
 
 
