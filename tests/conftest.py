@@ -41,9 +41,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if "gpu" in item.keywords:
                 item.add_marker(skip)
     building = {getattr(item, "module", None) for item in items if set(BUILDS) & set(getattr(item, "fixturenames", ()))}
-    items.sort(
-        key=lambda item: getattr(item, "module", None) in building
-    )  # whole modules: their module fixtures are set up once
+    # whole modules move, so that their module fixtures are set up once
+    items.sort(key=lambda item: getattr(item, "module", None) in building)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -463,8 +463,8 @@ def atomic_words(raw: pd.DataFrame) -> list[Figure]:
     over the words (clusters, near and far latency, far share, word agreement), as chase_near_far's lines."""
     out: list[Figure | None] = []
     latency = raw[(raw["metric"] == "latency") & raw["case"].isin(ATOMIC_WORDS)]
-    for (case, params), _ in latency.groupby(["case", "params"], sort=True):
-        s, _ = _slot(latency[latency["case"] == case], str(params), point_text(str(params)), "words")
+    for (case, params), point in latency.groupby(["case", "params"], sort=True):
+        s, _ = _slot(point, str(params), point_text(str(params)), "words")
         m, name = s.modes, f"{case} L2"
         two = m.clusters == 2
         figures = [
