@@ -21,7 +21,7 @@ def test_every_case_matches_its_sass_claims(built: dict, arch: str) -> None:
         if a != arch:
             continue
         cases = pipeline.family_cases(ROOT / "kernels", category, family)
-        _, _, rows = pipeline.sass_rows(binary, binary.with_suffix(".json"), cases, arch, "test")  # the sass stage's
+        _, _, rows, _ = pipeline.sass_rows(binary, binary.with_suffix(".json"), cases, arch, "test")  # the sass stage's
         checks = tables.frame("sass_checks", rows)  # checks, without its control-code table (test_controlcodes)
         listed = {e["case"] for e in json.loads(binary.with_suffix(".json").read_text()) if e["kernels"]}
         assert set(checks.case) == listed, f"{category}/{family}: a case with kernels has no SASS check"

@@ -146,9 +146,14 @@ def disassemble(cubin: bytes) -> dict[str, dict[int, str]]:
         proc = subprocess.run([sass.cuobjdump(), "-sass", str(path)], capture_output=True, text=True)
     if proc.returncode != 0:
         raise SmdissectError(f"cuobjdump -sass failed: {proc.stderr.strip()[-200:]}")
+    return opcodes_of(proc.stdout)
+
+
+def opcodes_of(text: str) -> dict[str, dict[int, str]]:
+    """Opcode (with modifiers) per offset per mangled kernel of a `cuobjdump -sass` listing."""
     out: dict[str, dict[int, str]] = {}
     current: dict[int, str] | None = None
-    for line in proc.stdout.splitlines():
+    for line in text.splitlines():
         if m := sass.FUNCTION.match(line):
             current = out.setdefault(m.group(1), {})
         elif current is not None and (m := SASS_LINE.match(line)):
@@ -156,15 +161,18 @@ def disassemble(cubin: bytes) -> dict[str, dict[int, str]]:
     return out
 
 
-def decode(cubin: bytes) -> pd.DataFrame:
-    """One row per instruction of every kernel: demangled kernel, offset, opcode and control fields."""
-    opcodes = disassemble(cubin)
-    rows = [
-        {"kernel": sass.demangle(kernel), "offset": offset, "opcode": opcodes.get(kernel, {}).get(offset, "")}
-        | {f.name: getattr(control, f.name) for f in fields(Control)}
-        for kernel in text_sections(cubin)
-        for offset, control in controls(cubin, kernel)
-    ]
+def decode(cubin: bytes, listing: str | None = None) -> pd.DataFrame:
+    """One row per instruction of every kernel: demangled kernel, offset, opcode and control fields; opcodes from
+    `listing` (the cubin's kernels' `cuobjdump -sass` text) where given, else from disassembling the cubin."""
+    opcodes = opcodes_of(listing) if listing is not None else disassemble(cubin)
+    names = [f.name for f in fields(Control)]
+    rows = []
+    for kernel in text_sections(cubin):
+        demangled, ops = sass.demangle(kernel), opcodes.get(kernel, {})
+        rows += [
+            (demangled, offset, ops.get(offset, ""), *(getattr(control, n) for n in names))
+            for offset, control in controls(cubin, kernel)
+        ]
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -179,9 +187,10 @@ def extract_cubins(binary: Path, arch: str) -> list[bytes]:
         return [p.read_bytes() for p in sorted(Path(tmp).glob(f"*.{arch}.cubin"))]
 
 
-def decode_binary(binary: Path, arch: str) -> pd.DataFrame:
-    """The control codes of every kernel of every `arch` cubin in a built binary (columns: COLUMNS)."""
-    frames = [decode(cubin) for cubin in extract_cubins(binary, arch)]
+def decode_binary(binary: Path, arch: str, listing: str | None = None) -> pd.DataFrame:
+    """The control codes of every kernel of every `arch` cubin in a built binary (columns: COLUMNS); `listing`:
+    the binary's `arch` SASS (sass.dump), which saves disassembling each cubin again."""
+    frames = [decode(cubin, listing) for cubin in extract_cubins(binary, arch)]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
 
 

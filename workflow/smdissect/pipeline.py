@@ -54,19 +54,19 @@ def sass_tables(
 ) -> None:
     """Opcode counts of every kernel of a binary, the manifest's expectations checked on them, and every
     instruction's control codes (stall count, yield, barriers, wait mask, reuse) decoded from the cubin."""
-    base, rows, checks = sass_rows(binary, listing, cases, arch, cuda)
+    base, rows, checks, text = sass_rows(binary, listing, cases, arch, cuda)
     tables.write("sass", tables.frame("sass", rows), out_sass)
     tables.write("sass_checks", tables.frame("sass_checks", checks), out_checks)
-    codes = controlcodes.decode_binary(binary, arch) if rows else pd.DataFrame(columns=controlcodes.COLUMNS)
+    codes = controlcodes.decode_binary(binary, arch, text) if rows else pd.DataFrame(columns=controlcodes.COLUMNS)
     controls = codes.assign(**base, case="", params="")
     tables.write("controlcodes", controls, out_controls)
 
 
 def sass_rows(
     binary: Path, listing: Path, cases: list[catalog.Case], arch: str, cuda: str
-) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], str]:
     """The provenance of a binary's static tables, its sass rows (opcode counts per kernel, in all and in one pass
-    of the timed loop) and its sass_checks rows (each case's claims on each of its kernels)."""
+    of the timed loop), its sass_checks rows (each case's claims on each of its kernels) and the SASS text read."""
     by_id = {c.id: c for c in cases}
     entries = json.loads(listing.read_text())
     has_kernels = any(e["kernels"] for e in entries)  # a Python family lists none: it has no SASS of its own
@@ -108,7 +108,7 @@ def sass_rows(
                 key | row | ({} if applies else {"verdict": "not-applicable"})
                 for row in sass.claims(case.on(arch), code[k["symbol"]], k["ops"])
             ]
-    return base, rows, checks
+    return base, rows, checks, text
 
 
 def profile(
