@@ -5,7 +5,7 @@ rule crossval:
         ncu=family_tables("ncu"),
         stalls=family_tables("stalls"),
         sass_checks=family_tables("sass_checks"),
-        listings=family_files(rules.build.output.listing),
+        listings=family_files(BUILT["listing"]),
         manifest="kernels/{category}/cases.yaml",
     output:
         TABLES["crossval"].pattern,

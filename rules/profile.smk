@@ -1,7 +1,7 @@
 # profile: ncu over every timed launch of a family (NVTX-selected, clocks left alone) into a .ncu-rep.
 rule profile:
     input:
-        binary=rules.build.output.binary,
+        binary=BUILT["binary"],
         manifest="kernels/{category}/cases.yaml",
     output:
         report="results/{gpu}/{arch}/{category}/{family}/profile.ncu-rep",

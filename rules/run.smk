@@ -1,7 +1,7 @@
 # run: time every case of a family on the GPU (clock64, JSON lines) into raw.parquet; one job's GPU work at a time.
 rule run:
     input:
-        binary=rules.build.output.binary,
+        binary=BUILT["binary"],
         manifest="kernels/{category}/cases.yaml",
     output:
         raw=TABLES["raw"].pattern,

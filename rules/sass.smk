@@ -1,8 +1,8 @@
 # sass: cuobjdump opcode counts per kernel, checked against the manifest's expectations (no GPU needed).
 rule sass:
     input:
-        binary=rules.build.output.binary,
-        listing=rules.build.output.listing,
+        binary=BUILT["binary"],
+        listing=BUILT["listing"],
         manifest="kernels/{category}/cases.yaml",
     output:
         sass=TABLES["sass"].pattern,

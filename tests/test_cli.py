@@ -135,3 +135,12 @@ def test_a_module_of_an_extra_names_the_extra() -> None:
         f"run `{sys.executable} -m pip install -e '.[torch]'` in the smdissect checkout"
     )
     assert missing_module("cutlass_library").startswith("the Python module cutlass_library (nvidia-cutlass) ")
+
+
+def test_a_build_for_several_archs_needs_a_path_per_arch(tmp_path: Path) -> None:
+    """`build` with two archs and one binary path stops before nvcc runs: every arch gets its own copy."""
+    binary = tmp_path / "float"
+    args = ["--source", str(ROOT / "kernels/latency/float.cu"), "--binary", str(binary), "--listing", "x.json"]
+    proc = run_cli(*SMD, "build", *args, "--arch", "sm_90a", "sm_120a", "--include", "kernels/common",
+                   "--nvcc", "nvcc", "--flags=-O0")  # fmt: skip
+    assert "give one --binary and one --listing per --arch" in one_line(proc) and not binary.exists()

@@ -1,4 +1,4 @@
-"""Compile one case family (.cu) for one arch with nvcc, and ask the binary for its kernels."""
+"""Compile one case family (.cu) for one or more archs with nvcc, and ask the binary for its kernels."""
 
 from __future__ import annotations
 
@@ -82,6 +82,13 @@ def list_kernels(binary: Path) -> list[dict[str, Any]]:
     if proc.returncode != 0:
         raise SmdissectError(f"{binary} --list failed: {proc.stderr.strip() or proc.returncode}")
     return protocol.read(proc.stdout, str(binary))
+
+
+def copy_binary(binary: Path, copy: Path) -> None:
+    """`binary` (its executable bit too) at `copy`, written whole or not at all."""
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(copy) as tmp:
+        shutil.copy2(binary, tmp)
 
 
 def write_listing(binary: Path, out: Path) -> None:

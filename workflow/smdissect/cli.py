@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from . import __version__, archs, build, catalog, controlcodes, device, pipeline, run, slots, tables
+from . import __version__, archs, build, catalog, controlcodes, device, files, pipeline, run, slots, tables
 from .errors import SmdissectError, exit_on_error
 
 # Builds and SASS dumps yield the cores to the GPU jobs that run beside them: a GPU job's host thread spins
@@ -53,16 +53,25 @@ def _family(args: argparse.Namespace) -> list[catalog.Case]:
 
 
 def cmd_build(args: argparse.Namespace) -> None:
-    """Compile a family for one arch and save its kernel listing."""
+    """Compile a family once for one or more archs (their SASS in one binary, copied to each arch's path) and save
+    its kernel listing beside each copy."""
     os.nice(CPU_STAGE_NICENESS)
-    source, binary, flags = Path(args.source), Path(args.binary), args.flags.split()
-    build.compile_family(args.nvcc, source, binary, [args.arch], Path(args.include), flags)
+    source, flags = Path(args.source), args.flags.split()
+    binaries, listings = [Path(b) for b in args.binary], [Path(li) for li in args.listing]
+    if not len(args.arch) == len(binaries) == len(listings):
+        raise SmdissectError("build: give one --binary and one --listing per --arch, in the same order")
+    build.compile_family(args.nvcc, source, binaries[0], args.arch, Path(args.include), flags)
+    for copy in binaries[1:]:
+        build.copy_binary(binaries[0], copy)
     targets = catalog.family_settings(source.parent.parent, source.parent.name, source.stem).get("patched")
-    if targets:  # the family runs patched cubins: make them beside the binary, from their own source
-        controlcodes.prepare(source.parent / targets, binary, args.arch, args.nvcc, Path(args.include), flags)
-    else:  # the build rule's cubins folder, empty: the family runs none
-        Path(str(binary) + controlcodes.CUBIN_DIR).mkdir(exist_ok=True)
-    build.write_listing(binary, Path(args.listing))
+    for arch, binary in zip(args.arch, binaries, strict=True):
+        if targets:  # the family runs patched cubins: make them beside the binary, from their own source
+            controlcodes.prepare(source.parent / targets, binary, arch, args.nvcc, Path(args.include), flags)
+        else:  # the build rule's cubins folder, empty: the family runs none
+            Path(str(binary) + controlcodes.CUBIN_DIR).mkdir(exist_ok=True)
+    build.write_listing(binaries[0], listings[0])
+    for listing in listings[1:]:
+        files.write_text(listing, listings[0].read_text())
 
 
 def cmd_sass(args: argparse.Namespace) -> None:
@@ -253,9 +262,10 @@ HELP = {
     "report.categories": "the run's categories, which the page header links (default: this one)",
     "index.categories": "the run's categories, one row and one link each",
     "arch": "the arch the binary is built for (sm_90a, sm_120a, ...)",
+    "build.arch": "the archs to build for (sm_90a, sm_120a, ...), one or more",
     "archs": "every arch the run builds (the coverage table's columns)",
     "binary": "the family's benchmark binary",
-    "build.binary": "where to write the family's benchmark binary",
+    "build.binary": "where to write the family's benchmark binary, one path per --arch (each a copy)",
     "category": "the category: a folder of --kernels holding a cases.yaml",
     "cuda": "the CUDA toolkit version the binary was built with (recorded as provenance)",
     "device": "the CUDA index of the GPU to use, or any (a free GPU of device 0's model)",
@@ -267,7 +277,7 @@ HELP = {
     "include": "the folder of shared headers (kernels/common)",
     "kernels": "the kernels/ folder of category manifests (default: kernels)",
     "listing": "the family's kernel listing (the JSON of the binary's --list)",
-    "build.listing": "where to write the family's kernel listing (JSON)",
+    "build.listing": "where to write the family's kernel listing (JSON), one path per --arch",
     "listings": "kernel listings (the .json beside each binary), any number",
     "meta": "the profile's provenance JSON",
     "profile.meta": "where to write the profile's provenance JSON",
@@ -303,7 +313,15 @@ def parser() -> argparse.ArgumentParser:
     sub = top.add_subparsers(dest="stage", required=True)
     many = {"nargs": "*", "default": []}
     spec = {
-        cmd_build: ["source", "binary", "listing", "arch", "include", "nvcc", "flags"],
+        cmd_build: [
+            "source",
+            ("binary", {"nargs": "+"}),
+            ("listing", {"nargs": "+"}),
+            ("arch", {"nargs": "+"}),
+            "include",
+            "nvcc",
+            "flags",
+        ],
         cmd_sass: [
             "binary",
             "listing",

@@ -71,6 +71,12 @@ class Plan:
         """Every arch that is built and SASS-checked."""
         return sorted(set(self.static_archs) | set(self.arch_of.values()))
 
+    @property
+    def static_only(self) -> list[str]:
+        """The archs no GPU of this run executes: SASS-checked only, all built by one nvcc call per family (the host
+        code compiled once, at -O0)."""
+        return [a for a in self.archs if a not in self.arch_of.values()]
+
     def flags(self, category: str, family: str, arch: str) -> str:
         """The nvcc flags of one family: the configured ones, then the family's own from its manifest; a build no
         GPU of this run executes (SASS-checked only) compiles its host code at -O0 (build.SASS_ONLY)."""
