@@ -18,7 +18,7 @@ from pathlib import Path
 import pynvml
 import pytest
 from conftest import ROOT
-from smdissect import cli, device, slots
+from smdissect import cli, device, gputime, slots
 from smdissect.errors import SmdissectError
 
 UUIDS = [f"GPU-{i:08x}-0000-0000-0000-000000000000" for i in range(3)]
@@ -186,24 +186,26 @@ def test_snapshot_and_slots_on_this_gpu(tmp_path: Path) -> None:
 def test_a_gpu_job_logs_its_wait_and_hold_as_stage_times_sums_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The line a GPU job leaves in its log is what .ci/stage-times reads, and the tool sums it per stage."""
+    """The line a GPU job leaves in its log is what .ci/stage-times reads (gputime.HELD), and the tool sums it per
+    stage."""
     loader = importlib.machinery.SourceFileLoader("stage_times", str(ROOT / ".ci" / "stage-times"))
     stage_times = types.ModuleType(loader.name)
+    stage_times.__file__ = loader.path
     loader.exec_module(stage_times)
     monkeypatch.setattr(device, "uuids_like", lambda index=0: [UUIDS[0]])
     monkeypatch.setenv(slots.LOCK_DIR_ENV, str(tmp_path / "locks"))
     with cli._device("0") as index:
         time.sleep(0.2)
     line = capsys.readouterr().err
-    assert (
-        index == 0 and len(stage_times.HELD.findall(line)) == 1 and float(stage_times.HELD.findall(line)[0][0]) >= 0.2
-    )
+    assert index == 0 and len(gputime.HELD.findall(line)) == 1 and float(gputime.HELD.findall(line)[0][0]) >= 0.2
     for stage, held in (("run", line), ("profile", line.replace("held 0.", "held 1."))):
-        (tmp_path / "benchmarks" / stage).mkdir(parents=True)
-        (tmp_path / "benchmarks" / stage / "a.tsv").write_text("s\th:m:s\n2.50\t0:00:02\n")
-        (tmp_path / "logs" / stage).mkdir(parents=True)
-        (tmp_path / "logs" / stage / "a.log").write_text(held)
+        job = Path(stage, "h200", "sm_90a", "latency", "float")
+        (tmp_path / "benchmarks" / job).parent.mkdir(parents=True)
+        (tmp_path / "benchmarks" / job).with_suffix(".tsv").write_text("s\th:m:s\n2.50\t0:00:02\n")
+        (tmp_path / "logs" / job).parent.mkdir(parents=True)
+        (tmp_path / "logs" / job).with_suffix(".log").write_text(held)
     monkeypatch.chdir(tmp_path)
-    stage_times.main(None)
+    monkeypatch.setattr(sys, "argv", ["stage-times"])
+    stage_times.main()
     out = capsys.readouterr().out
-    assert "run: 1 jobs, job time 2 s, GPU held 0 s" in out and "profile: 1 jobs, job time 2 s, GPU held 1 s" in out
+    assert "| run | 1 | 2 s | 0 s |" in out and "| profile | 1 | 2 s | 1 s |" in out, out
