@@ -16,9 +16,7 @@ BUILD_SHELL = (
     "smdissect build --source {input.source} --binary {output.binary} --listing {output.listing}"
     " --arch {params.archs} --include kernels/common --nvcc {params.nvcc} --flags={params.flags:q} 2> {log}"
 )
-RUN_ARCHS = sorted(set(PLAN.arch_of.values()))
-
-if RUN_ARCHS:
+if PLAN.run_archs:
 
     rule build:
         input:
@@ -28,7 +26,7 @@ if RUN_ARCHS:
             listing=BUILT["listing"],
             cubins=directory(BUILT["cubins"]),
         wildcard_constraints:
-            arch="|".join(RUN_ARCHS),
+            arch="|".join(PLAN.run_archs),
         params:
             archs=lambda wildcards: wildcards.arch,
             nvcc=S["nvcc"],

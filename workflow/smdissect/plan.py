@@ -67,15 +67,20 @@ class Plan:
         return str(gpu.index if gpu else self.settings["device"])
 
     @property
+    def run_archs(self) -> list[str]:
+        """The archs a GPU of this run executes (its GPU stages' archs): each built alone, first."""
+        return sorted(set(self.arch_of.values()))
+
+    @property
     def archs(self) -> list[str]:
         """Every arch that is built and SASS-checked."""
-        return sorted(set(self.static_archs) | set(self.arch_of.values()))
+        return sorted(set(self.static_archs) | set(self.run_archs))
 
     @property
     def static_only(self) -> list[str]:
         """The archs no GPU of this run executes: SASS-checked only, all built by one nvcc call per family (the host
         code compiled once, at -O0)."""
-        return [a for a in self.archs if a not in self.arch_of.values()]
+        return [a for a in self.archs if a not in self.run_archs]
 
     def flags(self, category: str, family: str, arch: str) -> str:
         """The nvcc flags of one family: the configured ones, then the family's own from its manifest; a build no
@@ -83,7 +88,7 @@ class Plan:
         flags = build.merged_flags(
             self.settings["nvcc_flags"], catalog.family_flags(self.root / "kernels", category, family)
         )
-        return " ".join(flags if arch in self.arch_of.values() else build.merged_flags(flags, build.SASS_ONLY))
+        return " ".join(flags if arch in self.run_archs else build.merged_flags(flags, build.SASS_ONLY))
 
     def source(self, category: str, family: str) -> str:
         """The file a family is built from (kernels/<category>/<family>.cu, or .py for a Python family)."""
