@@ -161,10 +161,10 @@ def opcodes_of(text: str) -> dict[str, dict[int, str]]:
     return out
 
 
-def decode(cubin: bytes, listing: str | None = None) -> pd.DataFrame:
-    """One row per instruction of every kernel: demangled kernel, offset, opcode and control fields; opcodes from
-    `listing` (the cubin's kernels' `cuobjdump -sass` text) where given, else from disassembling the cubin."""
-    opcodes = opcodes_of(listing) if listing is not None else disassemble(cubin)
+def decode(cubin: bytes, opcodes: dict[str, dict[int, str]] | None = None) -> pd.DataFrame:
+    """One row per instruction of every kernel: demangled kernel, offset, opcode and control fields; `opcodes`
+    (opcodes_of the cubin's kernels' SASS) where given, else from disassembling the cubin."""
+    opcodes = disassemble(cubin) if opcodes is None else opcodes
     names = [f.name for f in fields(Control)]
     rows = []
     for kernel in text_sections(cubin):
@@ -190,7 +190,8 @@ def extract_cubins(binary: Path, arch: str) -> list[bytes]:
 def decode_binary(binary: Path, arch: str, listing: str | None = None) -> pd.DataFrame:
     """The control codes of every kernel of every `arch` cubin in a built binary (columns: COLUMNS); `listing`:
     the binary's `arch` SASS (sass.dump), which saves disassembling each cubin again."""
-    frames = [decode(cubin, listing) for cubin in extract_cubins(binary, arch)]
+    opcodes = None if listing is None else opcodes_of(listing)  # parsed once for every cubin
+    frames = [decode(cubin, opcodes) for cubin in extract_cubins(binary, arch)]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
 
 
