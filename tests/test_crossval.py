@@ -65,6 +65,7 @@ def test_crossval_reproduces_the_committed_verdicts(compiled: Callable[[str, str
         read("stalls"),
         read("sass_checks", RUN / "static" / "sm_90a" / "latency"),
         pipeline.kernel_ops(listings),
+        set(catalog.families(cases)),
     )
     ours = {(r["case"], r["params"], r["check"]): r["verdict"] for r in rows}
     committed = read("crossval")
@@ -72,6 +73,48 @@ def test_crossval_reproduces_the_committed_verdicts(compiled: Callable[[str, str
         zip(zip(committed.case, committed.params, committed.check, strict=True), committed.verdict, strict=True)
     )
     assert ours == theirs
+    # a point without counters says why: a figure point the run did not profile, or the manifest's reason
+    planned = crossval.planned_points(cases, read("raw"), set(catalog.families(cases)))
+    by_id = {c.id: c for c in cases}
+    for r in (r for r in rows if r["check"].startswith("profile:")):
+        why = crossval.NO_KERNEL if (r["case"], r["params"]) in planned else by_id[r["case"]].unprofiled
+        assert r["note"] == why and "not profiled" not in why, r
+
+
+def test_ncu_also_profiles_each_peak_outside_the_profiled_sweeps() -> None:
+    """The throughput peak of every chain case (best median over its sweep) is profiled: in its profile_sweep, or
+    as a point of its own beside it, once, after the profiled sweeps."""
+    cases, raw = catalog.load(ROOT / "kernels", "latency"), read("raw")
+    extra = crossval.figure_points(cases, raw)
+    medians = raw[raw.metric == "throughput"].groupby(["case", "params"]).value.median()
+    for case in cases:
+        peak = json.loads(medians[case.id].idxmax())
+        inside = peak in case.profiled_points()
+        assert extra.get(case.id, []) == ([] if inside else [peak]), case.id
+    assert extra, "the committed run has a peak outside the profile sweep"
+    items = pipeline.profiled_items(cases, "sm_90a", extra)
+    key = tables.canonical_params
+    swept = [(c.id, key(p)) for c, sweep in items for p in c.points(sweep)]
+    assert len(swept) == len(set(swept))
+    assert set(swept[-sum(map(len, extra.values())) :]) == {(c, key(p)) for c, ps in extra.items() for p in ps}
+    assert {(c.id, key(p)) for c in cases for p in c.profiled_points()} <= set(swept)
+
+
+def _point(kind: str, unprofiled: str = "", expect: str = "{}") -> tuple[catalog.Case, pd.DataFrame]:
+    case = catalog.Case("x", "a", "a.cu", "", ("latency",), {"n": [1, 2]}, {}, kind=kind, unprofiled=unprofiled)
+    return case, pd.DataFrame({"expect": [expect, ""]})
+
+
+def test_a_point_without_counters_says_why_never_the_plan_alone() -> None:
+    """No count to check (the manifest's reason, else a generic one), a planned launch ncu lost, or the manifest's
+    account of the points ncu leaves out."""
+    assert crossval.unprofiled_note(*_point("timed"), planned=True) == crossval.NO_CLAIM
+    assert crossval.unprofiled_note(*_point("timed", "NVML power"), planned=False) == "NVML power"
+    claims = _point("timed", "left", expect='{"dram__bytes_read.sum": 4096}')
+    assert crossval.unprofiled_note(*claims, planned=True) == crossval.NO_KERNEL
+    assert crossval.unprofiled_note(*claims, planned=False) == "left"
+    assert crossval.unprofiled_note(*_point("chain"), planned=False) == crossval.DERIVED_ONLY
+    assert crossval.unprofiled_note(*_point("chain", "left"), planned=True) == crossval.NO_KERNEL
 
 
 @pytest.mark.parametrize("page", ["index.html", "latency.html"])

@@ -57,6 +57,10 @@ def _broken(tmp_path: Path, edit) -> Path:
         (lambda d: d["cases"].append(dict(d["cases"][0])), "case ids repeated: ffma"),
         (lambda d: d["cases"][0].update(source="missing.cu"), "source missing.cu does not exist"),
         (lambda d: d.update(category="other"), "expected the folder name"),
+        (
+            lambda d: (d["defaults"].pop("unprofiled"), d.setdefault("families", {}).update(float={"profile": False})),
+            r"cases/0 \(ffma\): family float is not profiled: say why no counter can check it in 'unprofiled'",
+        ),
     ],
 )
 def test_bad_manifest_is_one_line(tmp_path: Path, edit, message: str) -> None:

@@ -188,15 +188,15 @@ def test_levels_of_the_h200_staircase(run_raw: pd.DataFrame) -> None:
         assert found[f"chase L1 capacity detected ({label})"].value == 224
         assert found[f"chase L2 capacity detected ({label})"].value == 24576
         assert "32 MB, is off it" in found[f"chase L2 capacity detected ({label})"].derivation
-    assert found["chase L1 capacity detected (stride 2048 B)"].value == 2048  # a line per 2 KB: 128 KB of lines
+    assert found["chase L1 capacity detected (stride 2048 B)"].value == 128  # a line per 2 KB: 128 KB of lines
     assert "128 KB of distinct 128 B lines" in found["chase L1 capacity detected (stride 2048 B)"].derivation
-    assert found["chase L2 capacity detected (stride 2048 B)"].value == 262144  # 16 MB of lines, as the others
+    assert found["chase L2 capacity detected (stride 2048 B)"].value == 16384  # 16 MB of lines, as the others
     assert "16 MB of distinct 128 B lines" in found["chase L2 capacity detected (stride 2048 B)"].derivation
     dram = found["chase DRAM latency (random)"]  # 512 MB to 2 GB: the sweep reaches DRAM's plateau
     assert dram.value == pytest.approx(651.3, abs=0.5) and dram.metric == "dram_latency" and len(dram.points) == 3
     tail = found["chase latency at the largest footprint (stride 2048 B)"]  # its DRAM level lies beyond 2 GB
     assert tail.value == pytest.approx(563.0, abs=0.5) and tail.params == '{"footprint_kb":2097152,"stride_b":2048}'
-    assert [(c.name, c.verdict) for c in tail.checks] == [("plateau", "disagree")]
+    assert [(c.name, c.verdict) for c in tail.checks] == [("plateau", "disagree")] and tail.checks[0].explained
     assert "on no level" in tail.checks[0].detail and "+27.1% from 1 GB to 2 GB" in tail.checks[0].detail
     assert "chase latency at the largest footprint (random)" not in found
     l1, l2 = found["chase L1 latency (random)"], found["chase L2 latency (random)"]
@@ -296,7 +296,7 @@ def test_bandwidth_shares_and_library_ratios(run_raw: pd.DataFrame) -> None:
     found = judged(run_raw)
     share = found["dram_read best bandwidth, share of datasheet DRAM"]
     assert share.value == pytest.approx(found["dram_read peak bandwidth"].value / 4800)
-    assert judge(share.checks)[0] == "verified" and len(share.points) > 1  # counted on the peak's plateau
+    assert judge(share.checks)[0] == "consistent" and len(share.points) > 1  # counted on the peak's plateau
     assert not [n for n in found if n.startswith("l2_read") and "datasheet" in n]  # an L2 rate is no DRAM traffic
     ratio = found["dram_copy best bandwidth over memcpy_d2d"]
     assert ratio.value == pytest.approx(found["dram_copy peak bandwidth"].value / found["memcpy_d2d bandwidth"].value)
@@ -304,8 +304,8 @@ def test_bandwidth_shares_and_library_ratios(run_raw: pd.DataFrame) -> None:
     assert [c.verdict for c in same] == ["agree", "agree"] and "tolerance 8%" in same[0].detail
     assert judge(found["torch_copy bandwidth"].checks)[0] == "verified"  # the runtime's copy, as memcpy_d2d
     for case in ("l1_read", "smem_read"):
-        bound = [c for c in found[f"{case} bandwidth_per_sm"].checks if c.name == "bound"]
-        assert [c.verdict for c in bound] == ["agree"] and "128 B/cycle/SM" in bound[0].detail, case
+        ceiling = [c for c in found[f"{case} bandwidth_per_sm"].checks if c.name in ("bound", "ceiling")]
+        assert [c.verdict for c in ceiling] == ["agree"] and "128 B/cycle/SM" in ceiling[0].detail, case
     copy = found["dram_copy best bandwidth, share of datasheet DRAM"]
     assert judge(copy.checks)[0] != "contradicted" and len(copy.points) > 1  # 4012 GB/s levels beyond 128 CTAs
     kept = run_raw["params"].map(lambda p: tables.parse_params(p).get("ctas", 0) <= 128)
@@ -470,27 +470,132 @@ def test_view_without_measurements_says_so(frames: dict[str, pd.DataFrame]) -> N
         assert "no " in body and "measurements" in body, title
 
 
+# The GPU test's chase points (footprint KB) by the level that every committed H200 run since the windowed staircase
+# (d1f8716; six runs, six cards, 2026-12-01) puts them on at strides 0, 32 and 128 B; mlp's at 1 and 64 loads.
+STAIRCASE = {4: "L1", 64: "L1", 1024: "L2", 8192: "L2", 32768: "transition", 49152: "transition", 65536: "transition",
+             131072: "transition", 524288: "DRAM"}  # fmt: skip
+MLP_CURVE = {8192: "L2", 524288: "DRAM"}
+# Bounds on a point's 9 samples (max - min). The L1's in cycles: every run shows 0.000 (214 points). The L2's as a
+# share of its level: the committed runs show <= 0.07 cycles (chase) and <= 0.22 (mlp), but 10 runs of these tests on
+# another H200 (2026-12-02, one call) moved whole launches between levels ~0.3-0.4 cycles apart: chase up to 0.99 of
+# 280 cycles (0.35%), mlp at 64 loads up to 2.09 of 633 (0.33%); 0.5 cycles failed 21 of those 70 tests. Past the L2,
+# shares of the gap between the L2 and DRAM levels: DRAM <= 0.60% (1.70 cycles chase, 2.33 mlp), transitions <= 0.91%
+# (2.03 cycles at 32 MB, stride 128 B).
+L1_SPREAD, L2_SPREAD = 0.05, 0.005
+DRAM_SPREAD, MIX_SPREAD = 0.015, 0.025
+
+
+def curve_levels(curve: dict[int, list[float]], where: dict[int, str]) -> dict[str, float]:
+    """Each level's latency in one curve (footprint_kb -> samples; `where`: its level): its points' median median."""
+    medians = {kb: float(np.median(s)) for kb, s in curve.items()}
+    named = [n for n in derived.LEVELS if n in where.values()]
+    return {n: float(np.median([m for kb, m in medians.items() if where[kb] == n])) for n in named}
+
+
+def spread_bound(at: str, level: dict[str, float]) -> float:
+    """The most a point's samples may differ (cycles): on the L1 in cycles, on the L2 as a share of its level, past
+    the L2 as a share of the gap between the L2 and DRAM levels, whose hits and misses it mixes."""
+    if at == "L1":
+        return L1_SPREAD
+    if at == "L2":
+        return L2_SPREAD * level["L2"]
+    return (DRAM_SPREAD if at == "DRAM" else MIX_SPREAD) * (level["DRAM"] - level["L2"])
+
+
+def curve_problems(curve: dict[int, list[float]], where: dict[int, str]) -> list[str]:
+    """What is wrong with one chase curve (footprint_kb -> samples, `where`: L1, L2, DRAM or transition), none if
+    nothing: each level more than 5% above the one before, its points on it; a transition point's samples between
+    the L2 and DRAM levels; every point's samples within spread_bound of each other."""
+    level, problems = curve_levels(curve, where), []
+    for lower, upper in itertools.pairwise(level):
+        if not level[upper] > (1 + derived.NEAR) * level[lower]:
+            problems.append(f"{upper} level {level[upper]:.2f} is not above the {lower} level {level[lower]:.2f}")
+    for kb, samples in curve.items():
+        at, median, spread = where[kb], float(np.median(samples)), max(samples) - min(samples)
+        if at in level and not abs(median / level[at] - 1) <= derived.NEAR:
+            problems.append(f"{kb} KB: {median:.2f} cycles is off the {at} level ({level[at]:.2f})")
+        floor = level.get("L2", 0.0) + spread_bound("L2", level) if at == "transition" else 0.0
+        if at == "transition" and not floor < min(samples) <= max(samples) < level["DRAM"]:
+            problems.append(f"{kb} KB: {min(samples):.2f} .. {max(samples):.2f} cycles is not between the L2 and DRAM")
+        if not spread <= spread_bound(at, level):
+            problems.append(
+                f"{kb} KB ({at}): samples {spread:.2f} apart, over {spread_bound(at, level):.2f}: {samples}"
+            )
+    return problems
+
+
+CURVES = [
+    *(pytest.param("chase", "stride_b", s, STAIRCASE, id=f"chase-stride_b={s}") for s in (0, 32, 128)),
+    *(pytest.param("mlp", "loads", n, MLP_CURVE, id=f"mlp-loads={n}") for n in (1, 64)),
+]
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize(
-    ("family", "case", "params"),
-    [
-        ("chase", "chase", ["footprint_kb=384,512,131072,262144", "stride_b=0,128"]),
-        ("chase", "chase", ["footprint_kb=32768,49152,65536", "stride_b=0,32,128"]),  # the L2's transition
-        ("mlp", "mlp", ["footprint_kb=524288", "loads=1,64"]),
-    ],
-)
+@pytest.mark.parametrize(("case", "axis", "value", "where"), CURVES)
 def test_chase_latency_rows_are_steady(
-    compiled: Callable[[str, str, str], Path], family: str, case: str, params: list[str]
+    compiled: Callable[[str, str, str], Path], case: str, axis: str, value: int, where: dict[int, str]
 ) -> None:
-    binary = compiled("sm_90a", "memory", family)
-    args = [a for p in params for a in ("--param", p)]
-    out = subprocess.run(
-        [str(binary), "--case", case, *args, "--repeats", "9"], capture_output=True, text=True, check=True
-    ).stdout
-    records = [json.loads(line) for line in out.splitlines()]
-    assert len(records) == math.prod(len(p.split(",")) for p in params)
-    for r in records:
-        assert max(r["samples"]) - min(r["samples"]) < 2, (r["params"], r["samples"])
+    binary = compiled("sm_90a", "memory", case)
+    args = ["--param", f"footprint_kb={','.join(map(str, where))}", "--param", f"{axis}={value}", "--repeats", "9"]
+    proc = subprocess.run([str(binary), "--case", case, *args], capture_output=True, text=True)
+    curve = {r["params"]["footprint_kb"]: r["samples"] for r in map(json.loads, proc.stdout.splitlines())}
+    assert proc.returncode == 0 and sorted(curve) == sorted(where), proc.stderr  # a point whose phases disagree: none
+    assert all(len(s) == 9 for s in curve.values()), curve
+    level = curve_levels(curve, where)
+    spreads = [f"{kb}:{max(s) - min(s):.2f}/{spread_bound(where[kb], level):.2f}" for kb, s in curve.items()]
+    print(f"spread/bound {case} {axis}={value}:", *spreads)  # pytest -rP shows it: the spread of every point
+    assert curve_problems(curve, where) == []
+
+
+def committed_curve(raw: pd.DataFrame, case: str, axis: str, value: int, where: dict[int, str]) -> dict[int, list]:
+    """The committed run's samples of one curve at the GPU test's points."""
+    rows = raw[(raw["case"] == case) & (raw["metric"] == "latency")]
+    return {
+        kb: rows[rows["params"] == tables.canonical_params({"footprint_kb": kb, axis: value})]["value"].tolist()
+        for kb in where
+    }
+
+
+def test_the_gpu_tests_points_lie_where_the_h200_run_puts_them_and_pass(run_raw: pd.DataFrame) -> None:
+    regions = derived.regions(run_raw[run_raw["case"] == "chase"])
+    for stride in (0, 32, 128):
+        assert {kb: regions[tables.canonical_params({"footprint_kb": kb, "stride_b": stride})] for kb in STAIRCASE} == (
+            STAIRCASE
+        )
+        curve = committed_curve(run_raw, "chase", "stride_b", stride, STAIRCASE)
+        assert all(len(s) == 9 for s in curve.values()) and curve_problems(curve, STAIRCASE) == [], stride
+    for loads in (1, 64):
+        assert curve_problems(committed_curve(run_raw, "mlp", "loads", loads, MLP_CURVE), MLP_CURVE) == [], loads
+    spread = np.ptp(committed_curve(run_raw, "chase", "stride_b", 128, STAIRCASE)[32768])
+    assert spread > 2  # the committed run's own samples broke the old 2-cycle bound at 32 MB
+
+
+def test_a_broken_chase_fails_the_bounds(run_raw: pd.DataFrame) -> None:
+    """The committed random chase and 64-load mlp curves with one point broken as a faulty kernel would break it."""
+    good = committed_curve(run_raw, "chase", "stride_b", 0, STAIRCASE)
+    level = curve_levels(good, STAIRCASE)
+    gap, launch = level["DRAM"] - level["L2"], np.arange(9)
+
+    def problems(kb: int, samples: np.ndarray) -> list[str]:
+        """What curve_problems finds with point `kb` replaced: the problems of that point, then of the others."""
+        found = curve_problems(good | {kb: samples.tolist()}, STAIRCASE)
+        return sorted(found, key=lambda p: not p.startswith(f"{kb} KB"))
+
+    alternating = np.where(launch % 2, good[524288], good[49152])  # every other launch misses the L2 throughout
+    assert [p.split(":")[0] for p in problems(49152, alternating)] == ["49152 KB", "49152 KB (transition)"]
+    racing = np.array(good[32768]) + 0.03 * gap * (launch % 3 == 0)  # a third of the launches miss 3% more
+    assert [p.split(" apart")[0] for p in problems(32768, racing)] == ["32768 KB (transition): samples 10.56"]
+    short = np.full(9, level["L2"])  # steady, but on the wrong level: the chain stayed within the L2
+    assert [p.split(" cycles ")[1] for p in problems(65536, short)] == ["is not between the L2 and DRAM"]
+    l1_off = problems(64, np.array(good[1024]))  # an L1 point timing L2 hits: the two L1 points disagree
+    assert [p.split(" cycles ")[0] for p in l1_off] == ["64 KB: 280.53", "4 KB: 32.00"] and "off the L1" in l1_off[0]
+    missed = np.array(good[8192]) + 0.01 * gap * (launch == 4)  # one launch misses the L2 on 1% of its loads
+    assert [p.split(":")[0] for p in problems(8192, missed)] == ["8192 KB (L2)"]
+    unsteady_dram = np.array(good[524288]) + 0.02 * gap * (launch == 0)  # one launch 2% of the gap slower
+    assert [p.split(":")[0] for p in problems(524288, unsteady_dram)] == ["524288 KB (DRAM)"]
+    mlp = committed_curve(run_raw, "mlp", "loads", 64, MLP_CURVE)
+    slow = np.array(mlp[524288]) + 0.02 * float(np.median(mlp[524288]) - np.median(mlp[8192])) * (launch == 8)
+    assert [p.split(":")[0] for p in curve_problems(mlp | {524288: slow.tolist()}, MLP_CURVE)] == ["524288 KB (DRAM)"]
 
 
 def near_far_problems(records: dict[tuple[int, str], dict]) -> list[str]:

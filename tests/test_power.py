@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from conftest import ARCHS, FIXTURES, ROOT, assert_sass_claims
 from smdissect import catalog, figures, markup, power, sass, tables
-from smdissect.checks import judge
+from smdissect.checks import REFERENCE, judge
 from smdissect.views import power as view
 
 CASES = catalog.load(ROOT / "kernels", "power")
@@ -266,7 +266,7 @@ def test_same_work_as_the_tensorcore_bf16_mma() -> None:
     )
     found = judged(raw, {"tensorcore": [near]})
     (same,) = [c for c in found["power_bf16_mma peak tflops"].checks if c.name == "same work"]
-    assert same.verdict == "agree" and same.independent
+    assert same.verdict == "agree" and same.evidence == REFERENCE
     far = figures.Figure(**(near.__dict__ | {"value": 500.0}))
     found = judged(raw, {"tensorcore": [far]})
     status, reason = judge(found["power_bf16_mma peak tflops"].checks)

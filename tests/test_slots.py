@@ -1,9 +1,10 @@
-"""Device slots (concurrent GPU jobs never share a device, all finish, a dead holder frees its GPU) and the
-GPU state each job records (throttle reasons by name, NVML absent)."""
+"""Device slots (concurrent GPU jobs never share a device, all finish, a dead holder frees its GPU; a job using a
+peer GPU holds both, without deadlock) and the GPU state each job records (throttle reasons by name, NVML absent)."""
 
 from __future__ import annotations
 
 import importlib.machinery
+import json
 import multiprocessing
 import os
 import shutil
@@ -13,12 +14,13 @@ import subprocess
 import sys
 import time
 import types
+from multiprocessing.synchronize import Barrier
 from pathlib import Path
 
 import pynvml
 import pytest
 from conftest import ROOT
-from smdissect import cli, device, gputime, slots
+from smdissect import cli, device, gputime, pipeline, run, slots
 from smdissect.errors import SmdissectError
 
 UUIDS = [f"GPU-{i:08x}-0000-0000-0000-000000000000" for i in range(3)]
@@ -31,7 +33,7 @@ def job(locks: str, busy: str, uuids: list[str | None]) -> None:
         fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)  # FileExistsError: device held twice
         os.write(fd, f"{os.getpid()}".encode())
         os.close(fd)
-        time.sleep(0.05)
+        time.sleep(0.2)  # long enough that, on a loaded host too, three jobs hold at once
         (Path(busy) / f"done-{os.getpid()}-{index}").touch()
         marker.unlink()
 
@@ -90,6 +92,101 @@ def test_a_killed_holder_releases_its_device(tmp_path: Path) -> None:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
     with slots.acquire(UUIDS[:1], tmp_path, wait_s=5) as index:
+        assert index == 0
+
+
+def fake_gpus(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, uuids: list[str]) -> None:
+    """`uuids` as this host's GPUs in CUDA order, all of one model, their locks under tmp_path."""
+    gpus = [device.Gpu(i, "NVIDIA H200", u, (9, 0), "580.00", 132) for i, u in enumerate(uuids)]
+    monkeypatch.setattr(device, "all_gpus", lambda: gpus)
+    monkeypatch.setattr(device, "uuids_like", lambda index=0: [g.uuid for g in gpus])
+    monkeypatch.setenv(slots.LOCK_DIR_ENV, str(tmp_path / "locks"))
+
+
+def family_offsets(category: str, family: str) -> set[int]:
+    return run.gpu_offsets(pipeline.family_cases(ROOT / "kernels", category, family))
+
+
+def gpu_job(index: int, offsets: set[int], records: str, start: Barrier, meet: Barrier | None) -> None:
+    """One GPU job of a family using `offsets` on CUDA device `index`, started with the others: while it holds its
+    GPUs it meets the other jobs at `meet` (failing unless all hold theirs at once), else works 0.05 s; it records
+    when it held them."""
+    start.wait(10)
+    with cli._device(str(index), offsets):
+        began = time.monotonic()
+        if meet:
+            meet.wait(10)  # BrokenBarrierError unless every job holds its GPUs now
+        else:
+            time.sleep(0.05)
+        ended = time.monotonic()
+    Path(records, str(os.getpid())).write_text(json.dumps([index, sorted(offsets), began, ended]))
+
+
+def run_gpu_jobs(tmp_path: Path, jobs: list[tuple[int, set[int]]], meet: bool = False) -> list[list]:
+    """Run GPU jobs (CUDA index, GPU offsets) all at once in separate processes; each one's record."""
+    records = tmp_path / "records"
+    records.mkdir(parents=True)
+    ctx = multiprocessing.get_context("fork")
+    start, together = ctx.Barrier(len(jobs)), ctx.Barrier(len(jobs)) if meet else None
+    procs = [ctx.Process(target=gpu_job, args=(i, o, str(records), start, together)) for i, o in jobs]
+    for p in procs:
+        p.start()
+    deadline = time.monotonic() + 60
+    for p in procs:
+        p.join(max(deadline - time.monotonic(), 0))
+    hung = [p for p in procs if p.exitcode is None]
+    for p in hung:
+        p.kill()
+    assert not hung, f"{len(hung)} of {len(jobs)} jobs still waiting after 60 s: deadlocked"
+    assert [p.exitcode for p in procs] == [0] * len(jobs), "a job failed (see its stderr)"
+    return [json.loads(r.read_text()) for r in records.iterdir()]
+
+
+def test_jobs_on_one_link_never_hold_their_gpus_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """device: all on two GPUs: the interconnect job of each GPU uses the other one too, so it excludes the other
+    GPU's interconnect job and every job on either GPU; started together, none deadlocks, although GPU 0's UUID
+    sorts after GPU 1's (a job taking its own GPU first, then its peer, would)."""
+    uuids = [UUIDS[2], UUIDS[1]]
+    fake_gpus(monkeypatch, tmp_path, uuids)
+    peers, alone = family_offsets("interconnect", "peer_copy"), family_offsets("latency", "float")
+    assert peers == {0, 1} and alone == {0}
+    records = run_gpu_jobs(tmp_path, [(i, peers) for i in (0, 1)] * 3 + [(i, alone) for i in (0, 1)] * 2)
+    used = [({(i + o) % 2 for o in offsets}, began, ended) for i, offsets, began, ended in records]
+    clashes = [(a, b) for n, a in enumerate(used) for b in used[n + 1 :] if a[0] & b[0] and a[1] < b[2] and b[1] < a[2]]
+    assert len(used) == 10 and not clashes, f"jobs held one GPU at once: {clashes}"
+
+
+def test_jobs_on_different_gpus_still_run_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A one-GPU job on each GPU holds only its own: both hold theirs at once; so does an interconnect job on GPUs 0
+    and 1 beside a one-GPU job on GPU 2."""
+    fake_gpus(monkeypatch, tmp_path, UUIDS)
+    peers, alone = family_offsets("interconnect", "peer_latency"), family_offsets("latency", "float")
+    run_gpu_jobs(tmp_path / "alone", [(0, alone), (1, alone)], meet=True)
+    run_gpu_jobs(tmp_path / "beside", [(0, peers), (2, alone)], meet=True)
+
+
+def test_a_job_uses_its_peers_counted_from_its_own_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Peer GPUs wrap around the host's devices, one of another model included; a peer index the host lacks is a
+    static point, which uses no GPU."""
+    fake_gpus(monkeypatch, tmp_path, UUIDS)
+    mixed = [UUIDS[0], None, UUIDS[2]]  # device 1 of another model: no job runs there, a peer may use it
+    assert cli._used_gpus(mixed, {0, 1}) == [set(UUIDS[:2]), None, {UUIDS[2], UUIDS[0]}]
+    assert cli._used_gpus(mixed, {0}) == [{UUIDS[0]}, None, {UUIDS[2]}]
+    fake_gpus(monkeypatch, tmp_path, UUIDS[:1])
+    assert cli._used_gpus(UUIDS[:1], {0, 1}) == [{UUIDS[0]}]
+
+
+def test_a_held_peer_is_waited_for_then_named(tmp_path: Path) -> None:
+    """A job that also uses a GPU another job holds waits for it holding its own, then fails naming the holder
+    and releases its own GPU; once the peer is free it holds both."""
+    with slots.acquire(UUIDS[1:2], tmp_path) as index:
+        assert index == 0
+        held = rf"GPU {UUIDS[1]}, which this job also uses, still held after 0 s: {UUIDS[1]} \(pid {os.getpid()}\)"
+        with pytest.raises(SmdissectError, match=held), slots.acquire([UUIDS[:2]], tmp_path, wait_s=0.3):
+            pass
+        with slots.acquire(UUIDS[:1], tmp_path, wait_s=0) as index:
+            assert index == 0
+    with slots.acquire([UUIDS[:2]], tmp_path, wait_s=0) as index:
         assert index == 0
 
 

@@ -188,11 +188,12 @@ MODELS: tuple[GpuModel, ...] = (
              {"f16": 835.5, "bf16": 835.5, "tf32": 417.5, "e4m3": 1670.5, "f64": 60.0},
              "H200 NVL product brief PB-12128-001_v01 (4813 GB/s, 1785 MHz boost); the SM count is not published and "
              "the tensor figures only with sparsity (dense = half)"),
-    GpuModel("H200", "sm_90a", 132, 1980, 4800, 141, 50, 1830, dict(_H100_WP_TENSOR),
+    GpuModel("H200", "sm_90a", 132, 1980, 4800, 141, 60, 1830, dict(_H100_WP_TENSOR),
              "NVIDIA H200 SXM datasheet 3512650 (4.8 TB/s, 141 GB; tensor figures with sparsity, dense = half = "
-             "[H100-WP]'s) and H200 SXM block diagram (132 SMs, 50 MB L2; the H200 here reports 62,914,560 B through "
-             "cudaDevAttrL2CacheSize, which the pipeline records and uses): 132 SMs at the 1830 MHz its tensor "
-             "figures assume (FP64 tensor: 1980 MHz, the boost clock)",
+             "[H100-WP]'s): 132 SMs at the 1830 MHz its tensor figures assume (FP64 tensor: 1980 MHz, the boost "
+             "clock). L2: no H200 document states it; [H100-WP] gives the full GH100 die 60 MB with all six HBM "
+             "stacks' memory controllers (H100 SXM5: five stacks, 50 MB), and the H200 drives all six (6,144-bit "
+             "bus), as its 62,914,560 B cudaDevAttrL2CacheSize says",
              {"f64": 1980.0}),
     GpuModel("H100 NVL", "sm_90a", None, 1785, 3938, 94, None, None,
              {"f16": 835.5, "bf16": 835.5, "tf32": 417.5, "e4m3": 1670.5, "s8": 1670.5, "f64": 60.0},
@@ -273,6 +274,13 @@ def pipe_rate(arch: str, pipe: str) -> float | None:
     table = ARITHMETIC.get(sm, {})
     results = next((table[r] for r in rows if r in table), None)
     return None if results is None else results / per_instruction / WARP
+
+
+def instruction_rate(arch: str, row: str) -> float | None:
+    """The documented rate of one arithmetic row (ARITHMETIC) in warp instructions per cycle per SM, or None where the
+    arch's column lacks it ('fp16' counts two results per half2 instruction)."""
+    results = ARITHMETIC.get(arch_version(arch) or -1, {}).get(row)
+    return None if results is None else results / (2 if row == "fp16" else 1) / WARP
 
 
 def gpu_model(name: str) -> GpuModel | None:

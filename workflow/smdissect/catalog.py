@@ -13,8 +13,8 @@ from typing import Any
 import jsonschema
 import yaml
 
+from .archs import ARITHMETIC, FEATURES
 from .archs import BLACKWELL as BLACKWELL  # re-exported: arch features live in archs
-from .archs import FEATURES
 from .config import load_yaml
 from .errors import SmdissectError
 
@@ -54,6 +54,9 @@ CASE_PROPERTIES: dict[str, Any] = {
             {"type": "array", "items": {"$ref": "#/$defs/narrowing"}, "minItems": 1},
         ]
     },
+    # why no counter checks the case's points that ncu does not profile (every point, in a family that is not
+    # profiled): what no kernel counter can see there, or which profiled points check the same kernels instead
+    "unprofiled": {"type": "string"},
     "requires": {
         "type": "object",
         "additionalProperties": False,
@@ -116,6 +119,9 @@ CASE_PROPERTIES: dict[str, Any] = {
     "saturate": {"type": "array", "items": {"type": "string"}},
     # the hardware peak that bounds the case's rates: pipe:<ncu pipe>, tensor:<format>, dram, smem
     "peak": {"type": "string", "pattern": "^(pipe:[a-z0-9_+]+|tensor:[a-z0-9]+|dram|smem)$"},
+    # the documented throughput row of the instruction a pipe case times (archs.ARITHMETIC), where it is not its
+    # pipe's full rate (IMAD: 'imad', half the fma pipe's FFMA rate on sm_90): its peak is judged against that row
+    "rate": {"enum": sorted({row for column in ARITHMETIC.values() for row in column})},
     # cases whose latency this one cannot undercut (it is built from them): [case] or [category/case]
     "built_from": {"type": "array", "items": {"type": "string", "pattern": CASE_REF}},
     # cases running the same work: their figure of the same metric must agree within tolerance
@@ -209,6 +215,7 @@ class Case:
     sass_arch: dict[str, dict[str, Any]] = field(default_factory=dict)  # arch -> its own expect/forbid and why
     kind: str = "chain"
     profile_sweep: dict[str, list[int]] | list[dict[str, list[int]]] | None = None
+    unprofiled: str = ""
     min_sm: int = 0
     features: tuple[str, ...] = ()
     pipe: str | None = None
@@ -220,6 +227,7 @@ class Case:
     figures: dict[str, str | dict[str, str]] = field(default_factory=dict)
     saturate: tuple[str, ...] = ()
     peak: str | None = None
+    rate: str | None = None
     built_from: tuple[str, ...] = ()
     same_as: tuple[dict[str, Any], ...] = ()
 
@@ -311,7 +319,19 @@ def manifest(kernels: Path, category: str) -> dict[str, Any]:
         missing = [k for k in CASE_REQUIRED if k not in case]
         if missing:
             raise SmdissectError(f"{path}: cases/{i} ({case['id']}): '{missing[0]}' is a required property")
+        _says_why_unprofiled(path, data, i, case)
     return data | {"cases": cases}
+
+
+def _says_why_unprofiled(path: Path, data: dict[str, Any], i: int, case: dict[str, Any]) -> None:
+    """A case of a family that is not profiled says why no counter can check it (`unprofiled`), or a one-line error."""
+    family = Path(case["source"]).stem
+    if data.get("families", {}).get(family, {}).get("profile", True) or "unprofiled" in case:
+        return
+    raise SmdissectError(
+        f"{path}: cases/{i} ({case['id']}): family {family} is not profiled: say why no counter can check it in "
+        "'unprofiled' (the case's or its family's defaults)"
+    )
 
 
 def merged(data: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
@@ -350,6 +370,7 @@ def _case(category: str, entry: dict[str, Any]) -> Case:
         source=entry["source"],
         kind=entry.get("kind", "chain"),
         profile_sweep=entry.get("profile_sweep"),
+        unprofiled=entry.get("unprofiled", ""),
         ptx=entry["ptx"],
         measures=tuple(entry["measures"]),
         sweep=entry["sweep"],
@@ -370,6 +391,7 @@ def _case(category: str, entry: dict[str, Any]) -> Case:
         peak=entry.get(
             "peak", f"pipe:{entry['pipe']}" if entry.get("pipe") and entry.get("kind", "chain") == "chain" else None
         ),
+        rate=entry.get("rate"),
         built_from=tuple(entry.get("built_from", ())),
         same_as=tuple(entry.get("same_as", ())),
     )

@@ -4,7 +4,7 @@ the plateau of the sweep it was taken from, the parts it is built from, and othe
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -18,20 +18,26 @@ if TYPE_CHECKING:
 
 BOUND_TOLERANCE = 0.02  # a rate may exceed its peak (or a latency undercut its parts) by this share: timing noise
 PLATEAU = 0.05  # a peak at the end of an axis has levelled when the point before it is within this share
+SPREAD = 0.10  # a figure's samples (max - min) may spread by this share of its value: wider, it is not one number
 SAME_WORK = 0.05  # two cases running the same work agree within this share unless the manifest says otherwise
-# crossval checks that measure the figure's own number independently (the counters of the same launch)
-INDEPENDENT = {"cycles", "slope", "pipe", "instructions", "cpi", "counter"}
+# crossval checks that read the same launch's counters: they show the kernel did what its manifest says
+SAME_LAUNCH = {"cycles", "slope", "pipe", "instructions", "cpi", "counter"}
+# What a check's agreement is evidence of: REFERENCE is independent of the measuring kernel (a documented value or
+# ceiling of the arch, a second method: another case or category, a library, NVML, the device's attributes) and
+# verifies a figure; SELF is the same launch's counters, which make it consistent; a check with neither (SASS, a
+# bound, the plateau, the parts it is built from, the spread) can only contradict.
+REFERENCE, SELF = "reference", "self"
 
 
 @dataclass(frozen=True)
 class Check:
-    """One check of a figure: its name, verdict (agree / disagree / n/a), what it saw, and whether it measures the
-    figure independently (an agreeing independent check verifies it; a bound or the SASS only rule it out)."""
+    """One check of a figure: its name, verdict (agree / disagree / n/a), what it saw, and what an agreement is
+    evidence of (REFERENCE verifies, SELF makes consistent, '' only rules out)."""
 
     name: str
     verdict: str
     detail: str
-    independent: bool = False
+    evidence: str = ""
     explained: str = ""  # why a disagreement is expected (the manifest's explain): it then contradicts nothing
 
     def text(self) -> str:
@@ -41,20 +47,33 @@ class Check:
 
 
 def judge(checks: list[Check]) -> tuple[str, str]:
-    """A figure's status and its reason: contradicted by any unexplained disagreement, verified by an agreeing
-    independent check, else unverified with why no independent check applied."""
+    """A figure's status and its reason from all its checks: contradicted by any unexplained disagreement, verified
+    by an agreeing REFERENCE check, consistent by agreeing counters of the same launch alone, else unverified with
+    which independent reference is missing (tables.STATUS_MEANING)."""
     against = [c for c in checks if c.verdict == "disagree" and not c.explained]
     if against:
         return "contradicted", "; ".join(f"{c.name}: {c.detail}" for c in against)
-    confirmed = [c.name for c in checks if c.verdict == "agree" and c.independent]
+    confirmed = [c for c in checks if c.verdict == "agree" and c.evidence == REFERENCE]
     if confirmed:
-        return "verified", "agrees with " + ", ".join(dict.fromkeys(confirmed))
-    missing = list(dict.fromkeys(f"{c.name}: {c.detail}" for c in checks if c.independent and c.verdict != "agree"))
-    if len(missing) > 3:
-        missing = [*missing[:2], f"and {len(missing) - 2} more like them"]
-    return "unverified", "; ".join(
-        missing
-    ) or "no independent check applies (not profiled, no counter or other case measures this quantity)"
+        return "verified", "; ".join(f"{c.name}: {c.detail}" for c in _first_per_name(confirmed))
+    limits = [f"{c.name}: {c.detail} ({c.explained})" for c in checks if c.verdict == "disagree"]
+    missing = [f"{c.name}: {c.detail}" for c in checks if c.evidence == REFERENCE and c.verdict != "agree"]
+    why = "; ".join(dict.fromkeys([*limits, *missing][:3])) or NO_REFERENCE
+    own = [c.name for c in checks if c.verdict == "agree" and c.evidence == SELF]
+    if own:
+        return "consistent", f"the launch's own counters agree ({', '.join(dict.fromkeys(own))}); {why}"
+    return "unverified", why
+
+
+NO_REFERENCE = "no independent reference: no documented value, library or other case measures this quantity"
+
+
+def _first_per_name(checks: list[Check]) -> list[Check]:
+    """One check of each name, the first, in order."""
+    first: dict[str, Check] = {}
+    for c in checks:
+        first.setdefault(c.name, c)
+    return list(first.values())
 
 
 def applies(kernel_params: str, point: str) -> bool:
@@ -142,8 +161,8 @@ def crossval_checks(figure: Figure, case: Case, crossval: pd.DataFrame, plateau:
     for r in rows.itertuples():
         kind = kind_of(r.check)
         if kind == "profile":
-            out.append(Check("counters", "n/a", f"{point_text(r.params)} not profiled", independent=True))
-        if kind not in INDEPENDENT:
+            out.append(Check("counters", "n/a", f"{point_text(r.params)} not profiled", evidence=SELF))
+        if kind not in SAME_LAUNCH:
             continue
         verdict = {"agree": "agree", "disagree": "disagree"}.get(r.verdict, "n/a")
         explained = case.explain.get(kind, "") or (
@@ -155,11 +174,11 @@ def crossval_checks(figure: Figure, case: Case, crossval: pd.DataFrame, plateau:
                 kind,
                 verdict,
                 detail if verdict != "n/a" else f"{detail} ({r.note})",
-                independent=True,
+                evidence=SELF,
                 explained=explained if verdict == "disagree" else "",
             )
         )
-    return out or [Check("counters", "n/a", "no counter check at this point", independent=True)]
+    return out or [Check("counters", "n/a", "no counter check at this point", evidence=SELF)]
 
 
 def _num(value: float) -> str:
@@ -169,38 +188,86 @@ def _num(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 1e4 else f"{value:.4g}"
 
 
-def limit(figure: Figure, case: Case, arch: str, gpu: str) -> tuple[float, str] | None:
-    """The hardware peak that bounds a rate figure, and what it is; None where none applies."""
-    unit = figure.unit
+@dataclass(frozen=True)
+class Ceiling:
+    """The documented ceiling of a rate figure: its value in the figure's unit, what it is, and whether a peak is
+    expected to reach it (the instruction's or format's own documented rate) or it only bounds the figure from above
+    (the issue limit, a pipe shared by a slower instruction)."""
+
+    value: float
+    what: str
+    reachable: bool
+    share: float = 0.95
+
+
+# The share of its documented ceiling a peak must reach to be the hardware's: one instruction per lane per cycle is
+# a design rate a saturating kernel meets within timing noise; a datasheet DRAM rate counts every memory clock, of
+# which refresh and row/bank turnarounds leave 85-95% to any access stream (STREAM-type copies on HBM and GDDR).
+CEILING_SHARE = {"pipe": 0.95, "tensor": 0.95, "smem": 0.95, "dram": 0.85}
+
+
+def limit(figure: Figure, case: Case, arch: str, gpu: str) -> Ceiling | None:
+    """The documented ceiling of a rate figure (archs: the programming guide's rows, the whitepapers' tensor rates,
+    the datasheet's DRAM bandwidth), None where none applies."""
+    unit, peak = figure.unit, case.peak or ""
     if unit == "warp_inst/cycle/SM":
-        bounds = [(archs.ISSUE_RATE, f"issue limit {archs.ISSUE_RATE:g} warp-inst/cycle/SM")]
-        if case.peak and case.peak.startswith("pipe:"):
-            rate = archs.pipe_rate(arch, case.peak.removeprefix("pipe:"))
-            if rate:
-                bounds.append((rate, f"{case.peak.removeprefix('pipe:')} pipe peak {rate:g} warp-inst/cycle/SM"))
-        return min(bounds)
-    if not case.peak:
-        return None
-    if unit == "FLOP/cycle/SM" and case.peak.startswith("tensor:"):
-        fmt = case.peak.removeprefix("tensor:")
-        peak = archs.tensor_peak(arch, fmt, sparse="sp" in case.id.split("_"))
-        return (peak, f"{arch} {fmt} tensor peak {peak:g} FLOP/cycle/SM") if peak else None
-    if unit == "GB/s" and case.peak == "dram":
-        peak = archs.dram_peak_gbs(gpu)
-        return (peak, f"{gpu} datasheet DRAM {peak:g} GB/s") if peak else None
-    if unit == "B/cycle/SM" and case.peak == "smem":
-        return archs.SMEM_BYTES_PER_CYCLE, f"shared-memory peak {archs.SMEM_BYTES_PER_CYCLE:g} B/cycle/SM"
+        issue = Ceiling(archs.ISSUE_RATE, f"issue limit {archs.ISSUE_RATE:g} warp-inst/cycle/SM", False)
+        pipe = peak.removeprefix("pipe:") if peak.startswith("pipe:") else None
+        row = archs.instruction_rate(arch, case.rate) if case.rate else None
+        if row:
+            return Ceiling(row, f"{arch} documented {case.rate} rate {row:g} warp-inst/cycle/SM", True)
+        rate = archs.pipe_rate(arch, pipe) if pipe else None
+        if rate and rate <= issue.value:
+            return Ceiling(rate, f"{arch} {pipe} pipe peak {rate:g} warp-inst/cycle/SM", True)
+        return issue
+    if unit == "FLOP/cycle/SM" and peak.startswith("tensor:"):
+        fmt = peak.removeprefix("tensor:")
+        rate = archs.tensor_peak(arch, fmt, sparse="sp" in case.id.split("_"))
+        return Ceiling(rate, f"{arch} {fmt} tensor peak {rate:g} FLOP/cycle/SM", True) if rate else None
+    if unit == "GB/s" and peak == "dram":
+        rate = archs.dram_peak_gbs(gpu)
+        return Ceiling(rate, f"{gpu} datasheet DRAM {rate:g} GB/s", True, CEILING_SHARE["dram"]) if rate else None
+    if unit == "B/cycle/SM" and peak == "smem":
+        rate = archs.SMEM_BYTES_PER_CYCLE
+        return Ceiling(rate, f"shared-memory peak {rate:g} B/cycle/SM", True)
     return None
 
 
-def bound_check(figure: Figure, found: tuple[float, str] | None) -> list[Check]:
-    """A rate at or below the peak of its pipe, format or memory (`found`: the limit and what it is)."""
-    if found is None:
+def ceiling_check(figure: Figure, case: Case, ceiling: Ceiling | None) -> list[Check]:
+    """A rate against its documented ceiling: above it contradicts; a peak (or a case's only point) within the
+    ceiling's share of a reachable one agrees with the documentation (a REFERENCE); one under it is the kernel's
+    limit, not the GPU's, unless the case says what limits it or a second method agrees."""
+    if ceiling is None:
         return []
-    peak, what = found
-    ratio = figure.value / peak
-    verdict = "disagree" if ratio > 1 + BOUND_TOLERANCE else "agree"
-    return [Check("bound", verdict, f"{ratio:.1%} of the {what}")]
+    ratio = figure.value / ceiling.value
+    detail = f"{ratio:.1%} of the {ceiling.what}"
+    if ratio > 1 + BOUND_TOLERANCE:
+        return [Check("ceiling", "disagree", f"{detail}: above the documented ceiling")]
+    if not ceiling.reachable or figure.kind not in ("peak", "point") or figure.companion:
+        return [Check("bound", "agree", detail)]
+    if ratio >= ceiling.share:
+        return [Check("ceiling", "agree", f"{detail} (documented)", evidence=REFERENCE)]
+    return [
+        Check(
+            "ceiling",
+            "disagree",
+            f"{detail}: under {ceiling.share:.0%} of it, so the kernel's limit, not the GPU's peak",
+            explained=case.explain.get("ceiling", ""),
+        )
+    ]
+
+
+def second_method(checks: list[Check]) -> list[Check]:
+    """A peak under its ceiling stands where a second method measuring the same quantity agrees with it."""
+    agree = next((c for c in checks if c.name == "same work" and c.verdict == "agree"), None)
+    if agree is None:
+        return checks
+    return [
+        replace(c, explained=c.explained or f"a second method agrees: {agree.detail}")
+        if c.name == "ceiling" and c.verdict == "disagree" and "under" in c.detail
+        else c
+        for c in checks
+    ]
 
 
 def on_plateau(figure: Figure, pts: list[Point]) -> list[str]:
@@ -215,15 +282,15 @@ def _neighbour(at: dict[str, int], axis: str, value: int) -> str:
     return canonical_params(at | {axis: value})
 
 
-def plateau_check(figure: Figure, case: Case, pts: list[Point], peak: tuple[float, str] | None) -> list[Check]:
+def plateau_check(figure: Figure, case: Case, pts: list[Point], ceiling: Ceiling | None) -> list[Check]:
     """A peak taken where its sweep has levelled: along every saturating axis, some point of its plateau (within
     PLATEAU of it) was measured beyond on that axis, or the point before it on that axis is on the plateau too; a
     peak at the hardware peak has levelled whatever its sweep. Otherwise the curve is still rising at the end of
     its sweep: not saturated."""
     if figure.kind != "peak" or figure.companion or not case.saturate or not figure.params:
         return []
-    if peak and figure.value >= (1 - BOUND_TOLERANCE) * peak[0]:
-        return [Check("plateau", "agree", f"at the {peak[1]}")]
+    if ceiling and figure.value >= (1 - BOUND_TOLERANCE) * ceiling.value:
+        return [Check("plateau", "agree", f"at the {ceiling.what}")]
     values = {p.params: p.value for p in pts}
     plateau = [parse_params(p) for p in on_plateau(figure, pts)]
     at, seen, rising = parse_params(figure.params), [], []
@@ -250,23 +317,77 @@ def plateau_check(figure: Figure, case: Case, pts: list[Point], peak: tuple[floa
             rising.append(f"{figure.value / before - 1:+.1%} from {axis}={axis_values[i - 1]} to {at[axis]}")
     if rising:
         steps = "; ".join(rising)
-        return [Check("plateau", "disagree", f"not saturated: still rising at the end of its sweep ({steps})")]
+        return [
+            Check(
+                "plateau",
+                "disagree",
+                f"not saturated: still rising at the end of its sweep ({steps})",
+                explained=case.explain.get("plateau", ""),
+            )
+        ]
     if not seen:
         return [Check("plateau", "n/a", "no second point on a saturating axis beside the peak")]
     return [Check("plateau", "agree", f"levelled: {'; '.join(seen)}")]
 
 
+def spread_check(figure: Figure, case: Case) -> list[Check]:
+    """The repeated samples of a measured point, less the lowest and highest (stats.inner_spread), agree within SPREAD
+    of their median (or the timer's resolution): a wider spread is not one number, whatever the median says. A
+    derived figure's spread is its deriver's own."""
+    spread = figure.inner_spread if math.isfinite(figure.inner_spread) else figure.spread
+    if figure.kind == "derived" or figure.samples < 2 or not figure.value or not math.isfinite(spread):
+        return []
+    allowed = max(SPREAD * abs(figure.value), figure.resolution if math.isfinite(figure.resolution) else 0.0)
+    if spread <= allowed:
+        return []
+    which = "less the lowest and highest" if figure.samples >= 5 else "(max - min)"
+    return [
+        Check(
+            "spread",
+            "disagree",
+            f"its {figure.samples} samples {which} spread {spread / abs(figure.value):.0%} of its value, over the "
+            f"{SPREAD:.0%} a figure allows",
+            explained=case.explain.get("spread", ""),
+        )
+    ]
+
+
+def state_check(figure: Figure, case: Case, flags: dict[tuple[str, str], str]) -> list[Check]:
+    """The GPU was the run's alone and its clocks held during the figure's points (run.gpu_state's flags): a shared
+    GPU or a moved clock contradicts what it measured, unless the case measures exactly that (power under its cap)."""
+    seen = sorted({flags[(figure.case, p)] for p in figure.points if flags.get((figure.case, p))})
+    if not seen:
+        return []
+    return [Check("gpu state", "disagree", "; ".join(seen), explained=case.explain.get("gpu_state", ""))]
+
+
+def run_flags(raw: pd.DataFrame) -> dict[tuple[str, str], str]:
+    """(case, params) -> the run's flags on the GPU's state during that point's job ('' where none)."""
+    if raw.empty or "flag" not in raw:
+        return {}
+    flagged = raw[raw["flag"].astype("string").fillna("") != ""]
+    return {(str(c), str(p)): "; ".join(sorted(set(g["flag"]))) for (c, p), g in flagged.groupby(["case", "params"])}
+
+
 def point_checks(
-    figure: Figure, case: Case, frames: dict[str, pd.DataFrame], arch: str, gpu: str, pts: list[Point]
+    figure: Figure,
+    case: Case,
+    frames: dict[str, pd.DataFrame],
+    arch: str,
+    gpu: str,
+    pts: list[Point],
+    flags: dict[tuple[str, str], str],
 ) -> list[Check]:
     """The checks a figure's own category can make: SASS, counters (at its point, else at a profiled point of the
-    plateau it stands on), bounds and plateau."""
-    peak = limit(figure, case, arch, gpu)
+    plateau it stands on), its documented ceiling, plateau, spread and the GPU's state."""
+    ceiling = limit(figure, case, arch, gpu)
     return (
         sass_check(figure, case, frames.get("sass_checks", pd.DataFrame()))
         + crossval_checks(figure, case, frames.get("crossval", pd.DataFrame()), on_plateau(figure, pts))
-        + bound_check(figure, peak)
-        + plateau_check(figure, case, pts, peak)
+        + ceiling_check(figure, case, ceiling)
+        + plateau_check(figure, case, pts, ceiling)
+        + spread_check(figure, case)
+        + state_check(figure, case, flags)
     )
 
 
@@ -292,7 +413,7 @@ def reference_checks(figure: Figure, case: Case, known: dict[str, list[Figure]])
         theirs = figure_for(known.get(category, []), other, same["metric"], figure.params)
         if theirs is None:
             out.append(
-                Check("same work", "n/a", f"{same['case']} {same['metric']} not measured here", independent=True)
+                Check("same work", "n/a", f"{same['case']} {same['metric']} not measured here", evidence=REFERENCE)
             )
             continue
         tol = same.get("tolerance", SAME_WORK)
@@ -304,7 +425,7 @@ def reference_checks(figure: Figure, case: Case, known: dict[str, list[Figure]])
                 verdict,
                 f"{figure.value:.4g} vs {same['case']} {theirs.value:.4g} {theirs.unit} "
                 f"({off:+.1%}, tolerance {tol:.0%})",
-                independent=True,
+                evidence=REFERENCE,
                 explained=case.explain.get("same_work", "") if verdict == "disagree" else "",
             )
         )

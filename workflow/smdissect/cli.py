@@ -9,7 +9,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -22,10 +22,11 @@ CPU_STAGE_NICENESS = 10
 
 
 @contextmanager
-def _device(arg: str) -> Iterator[int]:
+def _device(arg: str, offsets: Collection[int] = (0,)) -> Iterator[int]:
     """The CUDA index a GPU job runs on, held (one lock per GPU UUID) for the job's GPU work so that no other job
-    shares it: the given index, or with `any` a free GPU of device 0's model. The job's log gets how long it
-    waited for the GPU and held it (`.ci/stage-times` sums them per stage)."""
+    shares it: the given index, or with `any` a free GPU of device 0's model. A job whose points use other GPUs
+    (`offsets`, run.gpu_offsets) holds theirs too. The job's log gets how long it waited for the GPU and held it
+    (`.ci/stage-times` sums them per stage)."""
     index = None if arg == "any" else int(arg)
     uuids = device.uuids_like(index or 0)
     if isinstance(uuids, str):
@@ -33,12 +34,20 @@ def _device(arg: str) -> Iterator[int]:
     if index is not None:
         uuids = [u if i == index else None for i, u in enumerate(uuids)]
     asked = time.monotonic()
-    with slots.acquire(uuids) as held:
+    with slots.acquire(_used_gpus(uuids, offsets)) as held:
         got = time.monotonic()
         yield held
     print(
         f"smdissect: GPU {held} held {time.monotonic() - got:.2f} s after a {got - asked:.2f} s wait", file=sys.stderr
     )
+
+
+def _used_gpus(uuids: list[str | None], offsets: Collection[int]) -> list[set[str] | None]:
+    """Per eligible CUDA device i, the UUIDs of the GPUs a job there uses: device (i + offset) mod the device count
+    for each offset the host has (interconnect.cuh's GPU indices; a larger one is a static point)."""
+    every = [g.uuid for g in device.all_gpus()] if set(offsets) - {0} else uuids
+    n = len(every)
+    return [{every[(i + o) % n] for o in offsets if o < n} if u else None for i, u in enumerate(uuids)]
 
 
 def _device_arg(value: str) -> str:
@@ -93,7 +102,8 @@ def cmd_run(args: argparse.Namespace) -> None:
     """Time a family's cases on the GPU into raw.parquet."""
     timeout = catalog.family_settings(Path(args.kernels), args.category, args.family)["timeout"]
     cases = _family(args)
-    with _device(args.device) as index:  # the GPU phase; tables are written after the GPU is free again
+    offsets = run.gpu_offsets(cases)
+    with _device(args.device, offsets) as index:  # the GPU phase; tables are written after the GPU is free again
         gpu = pipeline.gpu_here(index)
         raw, status = run.measure(
             Path(args.binary), cases, gpu, args.arch, args.cuda, args.repeats, timeout, pipeline.ROOT
@@ -103,15 +113,17 @@ def cmd_run(args: argparse.Namespace) -> None:
 
 
 def cmd_exec(args: argparse.Namespace) -> None:
-    """Launch every case the arch supports once over its profiled sweeps (what ncu profiles), in one process; a
-    failed case is reported on stderr and skipped, so the others are still profiled."""
+    """Launch every case the arch supports once over its profiled sweeps and figure points (what ncu profiles), in
+    one process; a failed case is reported on stderr and skipped, so the others are still profiled."""
     binary = Path(args.binary)
     timeout = catalog.family_settings(Path(args.kernels), args.category, args.family)["timeout"]
     argv = functools.partial(run.invocation, binary, repeats=1, device_index=args.device)
     ran: set[str] = set()
+    cases = _family(args)
+    items = pipeline.profiled_items(cases, args.arch, pipeline.figure_points(cases, _tables(args)["raw"]))
     # each case's silence limit is the family's timeout, so within ncu's limit (3x) a hang is killed and the
     # rest still run alone
-    for (case, _), _, why in run.each_alone(pipeline.profiled_items(_family(args), args.arch), argv, timeout):
+    for (case, _), _, why in run.each_alone(items, argv, timeout):
         if why:
             print(f"smdissect: {case.id} failed under ncu: {why}", file=sys.stderr)
         else:
@@ -122,11 +134,14 @@ def cmd_exec(args: argparse.Namespace) -> None:
 
 def cmd_profile(args: argparse.Namespace) -> None:
     """Profile a family under ncu into a .ncu-rep and its provenance JSON."""
-    with _device(args.device) as index:
+    cases = _family(args)
+    raw = _tables(args)["raw"]
+    extra = pipeline.figure_points(cases, raw)  # before the GPU is held
+    with _device(args.device, run.gpu_offsets(cases)) as index:
         gpu = pipeline.gpu_here(index)
         pipeline.profile(
             Path(args.binary),
-            _family(args),
+            cases,
             gpu,
             args.arch,
             args.cuda,
@@ -135,6 +150,8 @@ def cmd_profile(args: argparse.Namespace) -> None:
             Path(args.report),
             Path(args.meta),
             Path(args.kernels),
+            raw,
+            extra,
         )
 
 
@@ -249,6 +266,8 @@ def cmd_features(args: argparse.Namespace) -> None:
 
 # The tables each stage reads: one --<kind> option each, named as the registry (tables.TABLES) names the kind.
 READS: dict[Callable[[argparse.Namespace], None], tuple[str, ...]] = {
+    cmd_exec: ("raw",),
+    cmd_profile: ("raw",),
     cmd_crossval: ("raw", "ncu", "stalls", "sass_checks"),
     cmd_figures: ("raw", "crossval", "sass_checks", "controlcodes"),
     cmd_report: tuple(tables.TABLES),

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Any
 
 import pandas as pd
 
+from . import figures
 from .archs import SCHEDULERS
 from .catalog import Case
 from .ncu import pipe_metric
@@ -30,6 +31,10 @@ WHY = {
     "prefetch or write-back moved other bytes, or the launch did other work than claimed",
 }
 TOLERANCE = {"cycles": 0.02, "pipe": 0.01, "instructions": 0.02, "cpi": 0.03, "slope": 0.02}
+# Why a measured point has no counters, where the manifest (`unprofiled`) does not say it for the case.
+NO_CLAIM = "no counter checks this number: the kernel's records claim no count a counter could confirm at this point"
+NO_KERNEL = "ncu recorded no kernel at this point: its launch failed or hung under ncu (the profile job's log says)"
+DERIVED_ONLY = "no figure is taken at this point alone: counters are read where this case's figures are taken"
 
 
 def _row(case: Case, params: str, check: str, kind: str, ours: float, theirs: float, note: str = "") -> dict[str, Any]:
@@ -200,6 +205,49 @@ def sass_rows(cases: dict[str, Case], sass_checks: pd.DataFrame) -> Iterator[dic
         }
 
 
+def counted(case: Case, point_raw: pd.DataFrame) -> bool:
+    """Whether counters can check a measured point: a chain case's (cycles, instructions, pipe, CPI), or a timed
+    case's whose records there claim counter values (`expect`)."""
+    return case.kind == "chain" or any(json.loads(e or "{}") for e in point_raw["expect"])
+
+
+def figure_points(cases: list[Case], raw: pd.DataFrame) -> dict[str, list[dict[str, int]]]:
+    """Case id -> the planned points outside its profiled sweeps where a figure of its own is taken (its only point,
+    its peak, one per point) and counters can check it (`counted`): what ncu profiles beside the profiled sweeps."""
+    if raw.empty:
+        return {}
+    by_point = figures.points(raw)
+    out = {}
+    for case in cases:
+        mine = raw[raw["case"] == case.id]
+        planned = {canonical_params(p): p for p in case.points()}
+        skip = {canonical_params(p) for p in case.profiled_points()}
+        taken = dict.fromkeys(p for f in figures.case_figures(case, raw, by_point) for p in f.points)
+        wanted = [
+            planned[p] for p in taken if p in planned and p not in skip and counted(case, mine[mine["params"] == p])
+        ]
+        if wanted:
+            out[case.id] = wanted
+    return out
+
+
+def planned_points(cases: list[Case], raw: pd.DataFrame, profiled: Collection[str]) -> set[tuple[str, str]]:
+    """(case, params) of every point ncu profiles: the profiled sweeps and figure points of the `profiled` families."""
+    mine = [c for c in cases if c.family in profiled]
+    extra = figure_points(mine, raw)
+    return {(c.id, canonical_params(p)) for c in mine for p in [*c.profiled_points(), *extra.get(c.id, [])]}
+
+
+def unprofiled_note(case: Case, point_raw: pd.DataFrame, planned: bool) -> str:
+    """Why a measured point has no counters: no count to check there, a launch ncu lost, or what the manifest says
+    of the points ncu leaves out (`unprofiled`)."""
+    if not counted(case, point_raw):
+        return case.unprofiled or NO_CLAIM
+    if planned:
+        return NO_KERNEL
+    return case.unprofiled or DERIVED_ONLY
+
+
 def crossval(
     cases: list[Case],
     raw: pd.DataFrame,
@@ -207,26 +255,20 @@ def crossval(
     stalls: pd.DataFrame,
     sass_checks: pd.DataFrame,
     ops: dict[tuple[str, str, str], int],
+    profiled: Collection[str],
 ) -> list[dict[str, Any]]:
-    """All checks for every measured point; `ops` maps (case, params-without-warps, variant) to body length."""
+    """All checks for every measured point; `ops` maps (case, params-without-warps, variant) to body length;
+    `profiled`: the families ncu profiles."""
     by_id = {c.id: c for c in cases}
     rows = list(sass_rows(by_id, sass_checks))
+    planned = planned_points(cases, raw, profiled)
     for (case_id, params), point_raw in raw.groupby(["case", "params"]):
         case = by_id[case_id]
         point_ncu = ncu[(ncu.case == case_id) & (ncu.params == params)]
         point_stalls = stalls[(stalls.case == case_id) & (stalls.params == params)]
         if point_ncu.empty:
-            rows.append(
-                _row(
-                    case,
-                    params,
-                    "profile: point profiled",
-                    "counter",
-                    float("nan"),
-                    float("nan"),
-                    "not profiled: the point is outside the case's profile_sweep, or its family is not profiled",
-                )
-            )
+            note = unprofiled_note(case, point_raw, (case_id, params) in planned)
+            rows.append(_row(case, params, "profile: point profiled", "counter", float("nan"), float("nan"), note))
         elif case.kind == "chain":
             kernel_key = canonical_params({k: v for k, v in parse_params(params).items() if k != "warps"})
             point_ops = {v: ops[(case_id, kernel_key, v)] for v in ("short", "long")}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,7 +14,7 @@ import pandas as pd
 
 from . import stats
 from .catalog import Case
-from .checks import Check, judge, point_checks, reference_checks
+from .checks import Check, judge, point_checks, reference_checks, run_flags, second_method
 from .tables import FIGURE_STATUSES, point_text
 
 RATE_UNITS = ("/cycle", "/s", "TFLOPS")  # a metric in such a unit peaks over its sweep by default
@@ -46,6 +47,8 @@ class Figure:
     checks: list[Check] = field(default_factory=list)
     companion: str = ""  # the metric at whose peak this figure was taken ({at: metric}): not a peak of its own
     resolution: float = math.nan  # the smallest step its measurement resolves (a host timer's): no digit below it
+    clock_mhz: float = math.nan  # the SM clock its timed launches ran at (clock64 over %globaltimer), NaN if untimed
+    inner_spread: float = math.nan  # its point's spread less the lowest and highest sample (stats.inner_spread)
 
 
 @dataclass(frozen=True)
@@ -197,16 +200,31 @@ def compute(
     by_id = {c.id: c for c in cases}
     known = others | {cases[0].category: figures}
     stand_for_paper(figures, by_id)
+    flags, clocks = run_flags(raw), point_clocks(raw)
+    inner = stats.inner_spread(raw, ["case", "metric", "params"])
     for f in figures:  # a deriver's own paper id, method and checks stand; the generic ones join them
         case = by_id[f.case]
         f.method = f.method or case.method
-        f.checks = [
-            *f.checks,
-            *point_checks(f, case, frames, arch, gpu, by_point.get((f.case, f.metric), [])),
-            *reference_checks(f, case, known),
-        ]
+        seen = [clocks[(f.case, p)] for p in f.points if (f.case, p) in clocks]
+        f.clock_mhz = float(statistics.median(seen)) if seen else math.nan
+        f.inner_spread = inner.get((f.case, f.metric, f.params), math.nan) if f.kind != "derived" else math.nan
+        f.checks = second_method(
+            [
+                *f.checks,
+                *point_checks(f, case, frames, arch, gpu, by_point.get((f.case, f.metric), []), flags),
+                *reference_checks(f, case, known),
+            ]
+        )
     inherit(figures)
     return figures
+
+
+def point_clocks(raw: pd.DataFrame) -> dict[tuple[str, str], float]:
+    """(case, params) -> the median SM clock (MHz, clock64 over %globaltimer in the timed launches) of a point, where
+    its kernels measured one."""
+    timed = raw[raw["clock_mhz"] > 0] if "clock_mhz" in raw else raw.iloc[0:0]
+    medians = timed.groupby(["case", "params"])["clock_mhz"].median()
+    return {(str(c), str(p)): float(v) for (c, p), v in medians.items()}
 
 
 def stand_for_paper(figures: list[Figure], cases: dict[str, Case]) -> None:
@@ -255,6 +273,7 @@ def rows(figures: list[Figure], provenance: dict[str, Any]) -> list[dict[str, An
                 "method": f.method,
                 "paper": f.paper,
                 "resolution": f.resolution,
+                "clock_mhz": f.clock_mhz,
                 "status": status,
                 "reason": reason,
                 "checks": "; ".join(c.text() for c in f.checks),

@@ -13,6 +13,7 @@ from . import build, catalog, controlcodes, crossval, device, files, ncu, parse,
 from .errors import SmdissectError
 
 REFERENCE = "reference/seed_sm120.csv"
+Points = dict[str, list[dict[str, int]]]  # case id -> parameter points (crossval.figure_points)
 ROOT = Path(__file__).resolve().parents[2]  # the checkout: its git commit is every row's `commit`
 
 
@@ -122,8 +123,11 @@ def profile(
     report: Path,
     meta: Path,
     kernels: Path,
+    raw: list[Path],
+    extra: Points,
 ) -> None:
-    """Profile every timed launch of a family once under ncu, and record how and on what."""
+    """Profile a family's timed launches once under ncu, over its profiled sweeps and the figure points `extra` (of
+    its `raw` tables), and record how and on what."""
     reason = device.counters_permitted()
     if reason:
         raise SmdissectError(reason)
@@ -132,11 +136,14 @@ def profile(
     metric_list, dropped = ncu.metrics(gpu.chip, exe, catalog.metrics(kernels, category))
     timeout = catalog.family_settings(kernels, category, family)["timeout"] * ncu.REPLAY_SLOWDOWN
     before = device.snapshot(gpu.uuid)
-    target = profiled_target(binary, cases, arch, gpu.index)
+    # One ncu process collects one metric set for every kernel it profiles, so the figure points get the full set
+    # too: a second process per family for a smaller set costs more (about 2 s) than the passes it saves (~55 ms a
+    # kernel, and most families add under 20 figure points).
+    target = profiled_target(binary, cases, arch, gpu.index, extra)
     try:
         ncu.profile(exe, metric_list, report, target, timeout)
     except SmdissectError:  # a case failed (or hung) under ncu: again through `exec`, which runs it alone
-        target = ncu.launcher(exec_args(binary, cases, arch, gpu.index, kernels))
+        target = ncu.launcher(exec_args(binary, cases, arch, gpu.index, kernels, raw))
         ncu.profile(exe, metric_list, report, target, timeout)
     after = device.snapshot(gpu.uuid)
     info = (
@@ -147,14 +154,18 @@ def profile(
             "chip": gpu.chip,
             "ncu": ncu_version or ncu.version(exe),
             "metrics_dropped": dropped,
+            "figure_points": sum(len(points) for points in extra.values()),
             "command": " ".join(ncu.command(exe, metric_list, report, target)),
         }
     )
     files.write_text(meta, json.dumps(info, indent=1))
 
 
-def exec_args(binary: Path, cases: list[catalog.Case], arch: str, index: int, kernels: Path) -> list[str]:
-    """The `exec` stage's arguments for a family: every case under ncu, a failed one alone."""
+def exec_args(
+    binary: Path, cases: list[catalog.Case], arch: str, index: int, kernels: Path, raw: list[Path] | None = None
+) -> list[str]:
+    """The `exec` stage's arguments for a family: every case under ncu, a failed one alone; with the family's `raw`
+    tables, each figure point too (figure_points)."""
     return [
         "exec",
         "--binary",
@@ -169,17 +180,33 @@ def exec_args(binary: Path, cases: list[catalog.Case], arch: str, index: int, ke
         cases[0].family,
         "--device",
         str(index),
+        *(["--raw", *map(str, raw)] if raw else []),
     ]
 
 
-def profiled_items(cases: list[catalog.Case], arch: str) -> list[run.Item]:
-    """Every (case, profiled sweep) of the cases `arch` runs, in the order one process runs them under ncu."""
-    return run.items([c for c in cases if not c.unsupported(arch)], catalog.Case.profiled_sweeps)
+def figure_points(cases: list[catalog.Case], raw: list[Path]) -> Points:
+    """Case id -> the points beside its profiled sweeps that ncu profiles: where a figure of its own is taken and
+    counters can check it (crossval.figure_points), from the family's raw tables (none before its run)."""
+    return crossval.figure_points(cases, tables.read("raw", raw))
 
 
-def profiled_target(binary: Path, cases: list[catalog.Case], arch: str, index: int) -> list[str]:
-    """What ncu launches first: the binary itself over every profiled sweep (one process, no Python launcher)."""
-    return run.invocation(binary, profiled_items(cases, arch), 1, index)
+def profiled_items(cases: list[catalog.Case], arch: str, extra: Points | None = None) -> list[run.Item]:
+    """Every (case, sweep) ncu profiles of the cases `arch` runs, in the order one process runs them: each case's
+    profiled sweeps, then each of its `extra` points (figure_points) as a sweep of its own."""
+
+    def sweeps(case: catalog.Case) -> list[run.Sweep]:
+        points = (extra or {}).get(case.id, [])
+        return [*case.profiled_sweeps(), *({k: [v] for k, v in p.items()} for p in points)]
+
+    return run.items([c for c in cases if not c.unsupported(arch)], sweeps)
+
+
+def profiled_target(
+    binary: Path, cases: list[catalog.Case], arch: str, index: int, extra: Points | None = None
+) -> list[str]:
+    """What ncu launches first: the binary itself over every profiled sweep and `extra` point (one process, no
+    Python launcher)."""
+    return run.invocation(binary, profiled_items(cases, arch, extra), 1, index)
 
 
 def parse_report(report: Path, meta: Path, out_ncu: Path, out_stalls: Path, out_pipes: Path) -> None:
@@ -216,13 +243,15 @@ def crossval_table(
 ) -> None:
     """Every cross-check of a category, each with its numbers and a verdict."""
     raw_df = tables.read("raw", raw)
+    cases = catalog.load(kernels, category)
     rows = crossval.crossval(
-        catalog.load(kernels, category),
+        cases,
         raw_df,
         tables.read("ncu", ncu_tables),
         tables.read("stalls", stalls),
         tables.read("sass_checks", sass_checks),
         kernel_ops(listings),
+        {f for f in catalog.families(cases) if catalog.family_settings(kernels, category, f)["profile"]},
     )
     prov = raw_df.iloc[0][[n for n, _ in tables.PROVENANCE if n not in ("case", "params")]].to_dict()
     tables.write("crossval", tables.frame("crossval", [prov | r for r in rows]), out)

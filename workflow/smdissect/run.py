@@ -37,6 +37,15 @@ SLOWDOWNS = {
     "board_limit",
     "reliability",
 }
+# Per category, the parameters whose values are GPU indices counted from the job's GPU (interconnect.cuh: index i
+# is CUDA device (--device + i) mod the device count).
+GPU_PARAMS = {"interconnect": ("src", "dst", "gpu", "mem")}
+
+
+def gpu_offsets(cases: list[Case]) -> set[int]:
+    """The GPU indices a family's points use, counted from the job's GPU: 0 alone unless it reaches peers."""
+    params = [(c, k) for c in cases for k in GPU_PARAMS.get(c.category, ())]
+    return {0} | {i for c, k in params for sweep in (c.sweep, *c.profiled_sweeps()) for i in sweep.get(k, ())}
 
 
 def slowdowns(reasons: str) -> list[str]:

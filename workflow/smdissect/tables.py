@@ -235,6 +235,7 @@ TABLES: dict[str, Table] = {
                     ("method", pa.string()),
                     ("paper", pa.string()),
                     ("resolution", pa.float64()),  # the smallest step the measurement resolves (NaN: its own digits)
+                    ("clock_mhz", pa.float64()),  # the SM clock its timed launches ran at (clock64 / %globaltimer)
                     ("status", pa.string()),
                     ("reason", pa.string()),
                     ("checks", pa.string()),
@@ -253,7 +254,19 @@ def find(kind: str, folder: Path) -> list[Path]:
 
 
 VERDICTS = ("agree", "disagree", "not-applicable")
-FIGURE_STATUSES = ("verified", "unverified", "contradicted")
+FIGURE_STATUSES = ("verified", "consistent", "unverified", "contradicted")
+# What each status means, as every page and the README say it (checks.judge gives them).
+STATUS_MEANING = {
+    "verified": "an independent reference agrees within its tolerance: a documented value or ceiling of the arch, or "
+    "a second method (another case or category, a library, NVML, the device's attributes)",
+    "consistent": "the counters of the same launch agree with it (the kernel did what its manifest says), but nothing "
+    "independent of the kernel confirms the number is the GPU's",
+    "unverified": "no independent reference exists for this quantity and no counter of the launch checks it: the "
+    "reason says which reference is missing",
+    "contradicted": "a check disagrees beyond its tolerance: a counter off its claim, a value beyond the device's or "
+    "above a documented ceiling, a peak well under its ceiling, two methods apart, samples spread wider than the "
+    "figure allows, or a GPU shared or clock moved during the measurement",
+}
 STATUSES = ("measured", "static", "failed")
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from .. import archs, catalog, latency_modes, stats
-from ..checks import Check, limit, on_plateau, plateau_check
+from ..checks import REFERENCE, Check, limit, on_plateau, plateau_check
 from ..figures import Figure, points
 from ..tables import canonical_params, kb_text, parse_params, point_text
 from .samples import from_values, keep, make, point_of, run_of, samples
@@ -33,6 +33,39 @@ DRAM_CASES = ("dram_read", "dram_write", "dram_copy", "memcpy_d2d", "torch_copy"
 PARTITION = 0.9  # two SMs timing the same lines: one partition places >= 90% of them alike, two <= 10%
 LIBRARIES = ("memcpy_d2d", "torch_copy")  # library copies of the same run: the references of dram_copy
 ATOMIC_WORDS = ("atomic_add_global_latency", "atomic_add_system_latency", "atomic_cas_global_latency")  # per word
+# A cache takes a whole 128 B line (tag and data slot; its 32 B sectors filled as read) for the one word a step reads
+CAPACITY_METHOD = (
+    "capacity: the KB of distinct 128 B lines the chain touches at the level's last footprint (a cache takes a whole "
+    "line for the word a step reads: the footprint itself up to a 128 B stride, one line per slot beyond it, 1/16 of "
+    "the footprint at 2048 B), the next point, off the level, bounding it; checked against what the device reports "
+    "(device_attributes): a chase from one SM holds about one partition's share of an L2 in partitions "
+    "(chase_near_far), each partition caching the data of the SMs wired to it (A100 whitepaper, L2 cache)"
+)
+CAPACITY_TOLERANCE = 0.05  # a footprint a little past a cache's size stays within the level's NEAR while few lines miss
+BRACKET = 1.5  # a level's last footprint and the next point further apart than this are too coarse to confirm a size
+SMEM_RESERVED = 1024  # bytes of shared memory the runtime keeps per block from CC 8.0 on (ReservedSharedMemoryPerBlock)
+DATASHEET = 0.02  # a datasheet rounds its L2 size and DRAM bandwidth to 2-3 significant figures (4.8 TB/s)
+DRAM_RESERVED = 0.03  # the DRAM a device reports is its datasheet's less what the driver keeps (H200: 0.9% less)
+# device_attributes metric -> the archs.GpuModel field its datasheet check reads (the two DRAM ones: the bandwidth)
+SHEET = {
+    "sm_count": "sms",
+    "dram_capacity": "memory_gb",
+    "l2_capacity": "l2_mb",
+    "memory_clock": "dram_gbs",
+    "dram_bus_width": "dram_gbs",
+}
+# CUDA C++ Programming Guide, the compute capability 8.x, 9.0, 10.0 and 12.0 sections: the unified L1 data cache and
+# shared memory of one SM, and the largest shared-memory carveout of it, in KB, by SM version.
+L1_SHARED_KB: dict[int, tuple[int, int]] = {
+    80: (192, 164),
+    86: (128, 100),
+    87: (192, 164),
+    89: (128, 100),
+    90: (256, 228),
+    100: (256, 228),
+    120: (128, 100),
+    121: (128, 100),
+}
 
 
 @functools.cache
@@ -137,10 +170,10 @@ def strides(raw: pd.DataFrame) -> list[float]:
     return list(dict.fromkeys(mine["params"].map(lambda p: param(p, "stride_b"))))
 
 
-def staircase(raw: pd.DataFrame) -> list[Figure]:
+def staircase(raw: pd.DataFrame, device: Device) -> list[Figure]:
     """Per stride: each level's latency (the median of its points' medians, its spread the range of all their
-    samples) and, where the sweep goes on past it, the capacity it shows (its last footprint); beyond the last level a
-    curve still moving gives the latency at its largest footprint, marked as no level."""
+    samples) and, where the sweep goes on past it, the capacity it shows (`capacity`, checked against `device`);
+    beyond the last level a curve still moving gives the latency at its largest footprint, marked as no level."""
     out: list[Figure | None] = []
     method = methods().get("chase", "")
     for stride in strides(raw):
@@ -174,40 +207,50 @@ def staircase(raw: pd.DataFrame) -> list[Figure]:
                 )
             )
             if lv.after or not math.isnan(lv.next_level):
-                following = lv.after[0] if lv.after else lv.next_level
-                what = (
-                    f"transition {kb_text(lv.after[0])} to {kb_text(lv.after[-1])}"
-                    if lv.after
-                    else "no transition point"
-                )
-                nxt = f", then level at {kb_text(lv.next_level)}" if not math.isnan(lv.next_level) else ""
-                out.append(
-                    Figure(
-                        case="chase",
-                        metric=f"{lv.name.lower().replace(' ', '')}_capacity",
-                        unit="KB",
-                        kind="derived",
-                        name=f"chase {lv.name} capacity detected ({label})",
-                        value=lv.footprints[-1],
-                        spread=math.nan,
-                        samples=int(sum(len(p) for p in parts)),
-                        derivation=f"the last footprint of the {lv.name} level of the {label} chase "
-                        f"({kb_text(line_kb(lv.footprints[-1], stride))} of distinct 128 B lines); the next point, "
-                        f"{kb_text(following)}, is off it: the capacity lies between the two ({what}{nxt})",
-                        params="",
-                        points=lv.params,
-                        method=method,
-                    )
-                )
+                out.append(capacity(lv, int(sum(len(p) for p in parts)), method, device))
         tail = _tail(raw, pts, found, label, method)
         if tail is not None:
             out.append(tail)
     return keep(out)
 
 
+def capacity(lv: Level, n_samples: int, method: str, device: Device) -> Figure:
+    """The capacity a level shows: the KB of distinct 128 B lines its chain touches at its last footprint (a strided
+    chain one line per slot), bounded by the next point, off the level; checked against the device's report."""
+    label, last = stride_label(lv.stride), lv.footprints[-1]
+    following = lv.after[0] if lv.after else lv.next_level
+    span = " to ".join(dict.fromkeys(kb_text(kb) for kb in (lv.after[:1] + lv.after[-1:])))
+    what = f"transition {span}" if lv.after else "no transition point"
+    nxt = f", then level at {kb_text(lv.next_level)}" if not math.isnan(lv.next_level) else ""
+    held, beyond = line_kb(last, lv.stride), line_kb(following, lv.stride)
+    where = (
+        f"{kb_text(held)} of distinct 128 B lines, the footprint itself"
+        if lv.stride <= LINE
+        else f"{kb_text(held)} of distinct 128 B lines: one line per {int(lv.stride)} B slot of {kb_text(last)}"
+    )
+    off = kb_text(following) if lv.stride <= LINE else f"{kb_text(following)} ({kb_text(beyond)} of lines)"
+    fig = Figure(
+        case="chase",
+        metric=f"{lv.name.lower().replace(' ', '')}_capacity",
+        unit="KB",
+        kind="derived",
+        name=f"chase {lv.name} capacity detected ({label})",
+        value=held,
+        spread=math.nan,
+        samples=n_samples,
+        derivation=f"the last footprint of the {lv.name} level of the {label} chase ({where}); the next point, "
+        f"{off}, is off it: the capacity lies between the two ({what}{nxt})",
+        params="",
+        points=lv.params,
+        method=f"{method}; {CAPACITY_METHOD}" if method else CAPACITY_METHOD,
+    )
+    fig.checks = capacity_checks(lv.name, held, beyond, device)
+    return fig
+
+
 def _tail(raw: pd.DataFrame, pts: pd.DataFrame, found: list[Level], label: str, method: str) -> Figure | None:
-    """The latency at the largest footprint where it is on no level (the curve still moves at the sweep's end): a
-    figure its own plateau check marks not saturated."""
+    """The latency at the largest footprint where it is on no level (the curve still moves at the sweep's end): its
+    plateau check says not saturated, which the figure, named for its footprint, does not claim to be."""
     if pts.empty or (found and found[-1].params[-1] == pts["params"].iloc[-1]):
         return None
     last, before = pts.iloc[-1], pts.iloc[-2] if len(pts) > 1 else None
@@ -230,7 +273,11 @@ def _tail(raw: pd.DataFrame, pts: pd.DataFrame, found: list[Level], label: str, 
         [last["params"]],
         method,
     )
-    return _with([Check("plateau", "disagree", f"not saturated: on no level at the end of the sweep ({rise})")], fig)
+    named = "named for the footprint it was read at, the figure claims no level: it bounds the next one from below"
+    return _with(
+        [Check("plateau", "disagree", f"not saturated: on no level at the end of the sweep ({rise})", explained=named)],
+        fig,
+    )
 
 
 def regions(raw: pd.DataFrame) -> dict[str, str]:
@@ -242,6 +289,195 @@ def regions(raw: pd.DataFrame) -> dict[str, str]:
         for lv in levels(pts, stride):
             out |= dict.fromkeys(lv.params, lv.name)
     return out
+
+
+# --- capacities against what the device reports ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Device:
+    """What the run's card reports of itself (device_attributes: each metric's median; empty where the case did not
+    run), its arch and product name, and how many L2 partitions chase_near_far tells apart."""
+
+    attributes: dict[str, float]
+    arch: str
+    gpu: str
+    partitions: int = 1
+
+    def bound(self, level: str) -> tuple[float, float, str] | None:
+        """A cache level's most (KB), the size one SM's chase should show (KB; NaN: no attribute gives one) and what
+        they are, from the device's report; None where neither it nor the documentation gives the level's size."""
+        if level == "L2" and "l2_capacity" in self.attributes:
+            whole = self.attributes["l2_capacity"] / 1024
+            what = f"the device's L2, {kb_text(whole)} (l2_capacity: cudaDevAttrL2CacheSize)"
+            if self.partitions > 1:
+                return whole, whole / self.partitions, f"{what}, in {self.partitions} partitions (chase_near_far)"
+            return whole, whole, what
+        documented = L1_SHARED_KB.get(archs.arch_version(self.arch) or -1)
+        if level != "L1" or documented is None:
+            return None
+        smem = self.attributes.get("smem_per_sm")
+        carveout = (
+            f"; the device's smem_per_sm (cudaDevAttrMaxSharedMemoryPerMultiprocessor), {kb_text(smem / 1024)}, "
+            "is its largest shared-memory carveout"
+            if smem
+            else ""
+        )
+        return (
+            float(documented[0]),
+            math.nan,
+            f"the L1+shared total per SM, {documented[0]} KB (CUDA C++ Programming Guide, {self.arch}: the L1 has no "
+            f"attribute of its own{carveout})",
+        )
+
+
+def device_of(raw: pd.DataFrame, split: list[Figure]) -> Device:
+    """The run's Device: the device_attributes medians of `raw` and the L2 partitions of chase_near_far's figures
+    (`split`): two where an SM slot finds two latency clusters the lines' addresses set."""
+    rows = raw[raw["case"] == "device_attributes"]
+    attributes = {str(m): float(g.median()) for m, g in rows.groupby("metric")["value"]}
+    two = [
+        f
+        for f in split
+        if f.case == "chase_near_far"
+        and f.metric == "clusters"
+        and f.value == 2
+        and any(c.name == "line agreement" and c.verdict == "agree" for c in f.checks)
+    ]
+    arch, gpu = run_of(raw)
+    return Device(attributes, arch, gpu, 2 if two else 1)
+
+
+def capacity_checks(level: str, held: float, beyond: float, device: Device) -> list[Check]:
+    """A level's capacity (`held` KB of lines, `beyond` at the next point) against the device's report: above the
+    level's most contradicts it; a bracket no wider than BRACKET that holds the size one SM's chase should show agrees
+    (a second method: the device's attributes); anything else is within the bound but confirms no size."""
+    if level not in ("L1", "L2"):
+        return []
+    found = device.bound(level)
+    if found is None:
+        why = "device_attributes not measured in this run" if level == "L2" else f"no documented L1 for {device.arch}"
+        return [Check("device size", "n/a", why, evidence=REFERENCE)]
+    most, share, what = found
+    tol = f"tolerance {CAPACITY_TOLERANCE:.0%}"
+    if held > most * (1 + CAPACITY_TOLERANCE):
+        return [Check("device bound", "disagree", f"{kb_text(held)} of lines is above {what} ({tol})")]
+    bound = Check("device bound", "agree", f"{kb_text(held)} of lines is within {what} ({tol})")
+    between = f"the level ends between {kb_text(held)} and {kb_text(beyond)} of lines"
+    if math.isnan(share):
+        why = f"{between}; no attribute gives the L1's own size (the carveout the driver chose is not reported)"
+        return [bound, Check("device size", "n/a", why, evidence=REFERENCE)]
+    one = f"{kb_text(share)}, one partition of {what}" if share < most else what
+    if beyond / held > BRACKET:
+        why = f"{between}, {beyond / held:.3g}x apart: too coarse (over {BRACKET:g}x) to confirm {one}"
+        return [bound, Check("device size", "n/a", why, evidence=REFERENCE)]
+    inside = held * (1 - CAPACITY_TOLERANCE) <= share <= beyond * (1 + CAPACITY_TOLERANCE)
+    verdict, word = ("agree", "holds") if inside else ("n/a", "does not hold")
+    return [bound, Check("device size", verdict, f"{between}: {word} {one} ({tol})", evidence=REFERENCE)]
+
+
+def smem_check(figure: Figure, device: Device) -> list[Check]:
+    """smem_capacity's largest block against the device's shared memory per SM less the runtime's per-block reserve."""
+    per_sm = device.attributes.get("smem_per_sm")
+    if per_sm is None:
+        return [Check("device size", "n/a", "device_attributes not measured in this run", evidence=REFERENCE)]
+    short = per_sm - figure.value
+    detail = (
+        f"{figure.value:,.0f} B launched, {short:,.0f} B under the device's smem_per_sm "
+        f"(cudaDevAttrMaxSharedMemoryPerMultiprocessor) {per_sm:,.0f} B; tolerance: 0 to the {SMEM_RESERVED:,} B "
+        "the runtime keeps per block (cudaDevAttrReservedSharedMemoryPerBlock, CC 8.0 on)"
+    )
+    verdict = "agree" if 0 <= short <= SMEM_RESERVED else "disagree"
+    return [Check("device size", verdict, detail, evidence=REFERENCE)]
+
+
+def datasheet_checks(figure: Figure, device: Device) -> list[Check]:
+    """A device attribute against the product's datasheet row (archs.MODELS), shared memory per SM against the
+    programming guide: agreement within the stated tolerance is a documented value for this card."""
+    if figure.metric == "smem_per_sm":
+        return [_documented_smem(figure.value, device.arch)]
+    if figure.metric not in SHEET:
+        return []
+    model = archs.gpu_model(device.gpu)
+    if model is None or getattr(model, SHEET[figure.metric]) is None:
+        why = f"archs.MODELS gives no {SHEET[figure.metric]} for {device.gpu}"
+        return [Check("datasheet", "n/a", why, evidence=REFERENCE)]
+    if figure.metric == "sm_count":
+        verdict = "agree" if figure.value == model.sms else "disagree"
+        detail = f"{figure.value:g} SMs vs the {model.name} datasheet's {model.sms} (exact)"
+        return [Check("datasheet", verdict, detail, REFERENCE)]
+    if figure.metric == "dram_capacity":
+        return [_dram_capacity(figure.value, model)]
+    if figure.metric == "l2_capacity":
+        return [_l2_capacity(figure.value, model)]
+    return [_dram_bandwidth(device.attributes, model)]
+
+
+def _documented_smem(value: float, arch: str) -> Check:
+    """The largest shared-memory carveout per SM against the programming guide's for the arch."""
+    documented = L1_SHARED_KB.get(archs.arch_version(arch) or -1)
+    if documented is None:
+        return Check("documented", "n/a", f"no documented shared-memory carveout for {arch}", evidence=REFERENCE)
+    verdict = "agree" if value == documented[1] * 1024 else "disagree"
+    detail = (
+        f"{value:,.0f} B vs the largest carveout the CUDA C++ Programming Guide gives {arch}, {documented[1]} KB "
+        f"({documented[1] * 1024:,} B) of its {documented[0]} KB L1+shared (exact)"
+    )
+    return Check("documented", verdict, detail, REFERENCE)
+
+
+def _l2_capacity(value: float, model: archs.GpuModel) -> Check:
+    """The L2 the device reports against its product row's MB, which for a cache are MiB."""
+    off = value / (model.l2_mb * 2**20) - 1
+    verdict = "agree" if abs(off) <= DATASHEET else "disagree"
+    detail = (
+        f"{value / 2**20:.4g} MiB vs the {model.name} row's {model.l2_mb:g} MB (a cache's MB is MiB) "
+        f"({off:+.1%}, tolerance {DATASHEET:.0%})"
+    )
+    return Check("datasheet", verdict, detail, REFERENCE)
+
+
+def _dram_capacity(value: float, model: archs.GpuModel) -> Check:
+    """The DRAM the device reports against its datasheet's GB, which are GiB: a card cannot report more than it has,
+    and the driver keeps up to DRAM_RESERVED of it."""
+    sheet = model.memory_gb * 2**30
+    ratio = value / sheet
+    decimal = "; as 1e9 B the card would report more than it has" if value > model.memory_gb * 1e9 else ""
+    detail = (
+        f"{value / 2**30:.4g} GiB ({value / 1e9:.4g}e9 B) vs the {model.name} datasheet's {model.memory_gb:g} GB read "
+        f"as GiB, {sheet / 1e9:.4g}e9 B ({ratio - 1:+.2%}{decimal}): tolerance 0 to -{DRAM_RESERVED:.0%}, what the "
+        "driver keeps"
+    )
+    verdict = "disagree" if ratio > 1 else "agree" if ratio >= 1 - DRAM_RESERVED else "n/a"
+    return Check("datasheet", verdict, detail, REFERENCE)
+
+
+def _dram_bandwidth(attributes: dict[str, float], model: archs.GpuModel) -> Check:
+    """2 x memory clock x bus width, the bandwidth the attributes give, against the datasheet's DRAM bandwidth."""
+    clock, width = attributes.get("memory_clock"), attributes.get("dram_bus_width")
+    if not clock or not width:
+        return Check("datasheet", "n/a", "memory_clock or dram_bus_width not measured in this run", evidence=REFERENCE)
+    gbs = 2 * clock * 1e6 * width / 8 / 1e9
+    off = gbs / model.dram_gbs - 1
+    verdict = "agree" if abs(off) <= DATASHEET else "disagree"
+    detail = (
+        f"2 x memory_clock {clock:g} MHz x dram_bus_width {width:g} bit / 8 = {gbs:.5g} GB/s vs the {model.name} "
+        f"datasheet's {model.dram_gbs:g} GB/s ({off:+.1%}, tolerance {DATASHEET:.0%})"
+    )
+    return Check("datasheet", verdict, detail, REFERENCE)
+
+
+def check_reports(generic: list[Figure], device: Device) -> None:
+    """Give the generic figures the device's report checks, once however often they are derived: each device attribute
+    its datasheet check, smem_capacity its shared memory per SM (figures.compute adds the generic checks after them)."""
+    for f in generic:
+        if f.case == "device_attributes":
+            mine = datasheet_checks(f, device)
+        elif f.case == "smem_capacity" and f.metric == "capacity_per_block":
+            mine = smem_check(f, device)
+        else:
+            continue
+        f.checks = [*mine, *(c for c in f.checks if c not in mine)]
 
 
 # --- L2 near and far ------------------------------------------------------------------------------------------------
@@ -733,11 +969,14 @@ def _at(params: str) -> str:
 
 
 def figures(frames: dict[str, pd.DataFrame], generic: list[Figure]) -> list[Figure]:
-    """Every derived figure of the memory category's run."""
+    """Every derived figure of the memory category's run; the generic figures of what the device reports get their
+    checks against it here (check_reports)."""
     raw = frames.get("raw")
     if raw is None or raw.empty:
         return []
     arch, gpu = run_of(raw)
-    return (
-        staircase(raw) + near_far(raw) + atomic_words(raw) + shared(raw) + mlp(raw) + bandwidth(raw, generic, arch, gpu)
-    )
+    split = near_far(raw)
+    device = device_of(raw, split)
+    check_reports(generic, device)
+    chase = staircase(raw, device) + split
+    return chase + atomic_words(raw) + shared(raw) + mlp(raw) + bandwidth(raw, generic, arch, gpu)

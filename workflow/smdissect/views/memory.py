@@ -94,8 +94,10 @@ def _staircase(frames: dict[str, pd.DataFrame]) -> str:
         chart = chart + span + text
     note = markup.empty(
         f"levels (derived): at least {derived.MIN_POINTS} consecutive footprints each within {derived.NEAR:.0%} of "
-        "their median, named L1, L2, DRAM in footprint order; a level's capacity is its last footprint (the next "
-        "point, off it, bounds it); the points between two levels are transitions: they straddle a cache's "
+        "their median, named L1, L2, DRAM in footprint order; a level's capacity is the bytes of distinct 128 B lines "
+        "at its last footprint (the footprint up to a 128 B stride, 1/16 of it at 2048 B: a cache holds lines, not "
+        "the bytes a strided chain skips), the next point, off it, bounding it, and is checked against what the "
+        "device reports; the points between two levels are transitions: they straddle a cache's "
         "capacity, so their latency mixes hits and misses. Every slot of the chain is read before the timed steps "
         "(caches and TLB warmed: untimed whole cycles of the chase, or one warp's in-order read of every slot before "
         "each of 8 windows of a chain too long to walk); beyond the TLB's reach the warm-up cannot keep every page "
