@@ -81,7 +81,7 @@ def test_compare_cli_writes_every_paper_figure(tmp_path: Path) -> None:
     every = pd.read_csv(ROOT / "reference" / "seed_sm120.csv")
     assert len(listed) >= len(every)  # every figure of the paper, whether latency measures it or not
     ffma = next(r for r in listed if r["quantity"].startswith("fma.rn.f32 (FFMA) dependent latency"))
-    assert ffma["paper"] == "4.220" and ffma["status"] == "verified" and ffma["accounted"] == "tied"
+    assert ffma["paper"] == "4.220" and ffma["status"] == "consistent" and ffma["accounted"] == "tied"  # counters
     assert abs(float(ffma["ratio"]) - float(ffma["measured"]) / 4.22) < 1e-3  # measured / paper
     missing = run_cli(sys.executable, "-m", "smdissect", "compare", "--a", str(tmp_path), "--out", str(out))
     assert missing.returncode != 0 and "holds no figures.parquet" in missing.stderr.strip().splitlines()[-1]
@@ -126,7 +126,7 @@ def test_index_from_committed_tables(tmp_path: Path) -> None:
     header = next(r for r in rows if r[:3] == ["category", "case", "ptx"])
     ffma = dict(zip(header, next(r for r in rows if r[:3] == ["latency", "ffma", "fma.rn.f32"]), strict=True))
     assert ffma["pipe"] == "fma" and abs(float(ffma["latency (cycle)"]) - 4.04) < 0.01
-    assert ffma["peak (warp_inst/cycle/SM)"].startswith("3.9") and ffma["latency status"] == "verified"
+    assert ffma["peak (warp_inst/cycle/SM)"].startswith("3.9") and ffma["latency status"] == "consistent"
     # no status tables given: every planned point of the run's arch is missing, the other arch's only built
     assert re.search(
         r"On this GPU \(sm_90a\): <b>0</b> of ([\d,]+) planned points measured \(0\.0%\), 0 static "

@@ -135,6 +135,13 @@ CASE_PROPERTIES: dict[str, Any] = {
                 "case": {"type": "string", "pattern": CASE_REF},
                 "metric": {"type": "string"},
                 "as": {"type": "string"},
+                # compare with the other figure's SM clock (clock64 over %globaltimer) rather than its value
+                "field": {"enum": ["value", "clock_mhz"]},
+                # only the figure at this point of the case's sweep runs the other case's work
+                "at": {"type": "object", "additionalProperties": {"type": "integer"}},
+                # the other case counts `scale` x this one's unit (memory counts a copy's read + write: 2)
+                "scale": {"type": "number", "exclusiveMinimum": 0},
+                "why": {"type": "string"},
                 "tolerance": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
             },
         },

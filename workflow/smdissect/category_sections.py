@@ -42,11 +42,15 @@ def findings(figures: pd.DataFrame, key: pd.DataFrame) -> str:
 
 
 def all_figures(figures: pd.DataFrame) -> str:
-    """Every figure that stands (verified or unverified), with method, derivation and the reason of its status."""
+    """Every figure that stands (not contradicted), with the SM clock its launches ran at (clock64 over
+    %globaltimer, blank where untimed), method, derivation and the reason of its status."""
     findings = figures[figures["status"] != "contradicted"]
     if findings.empty:
         return empty("no figure stands")
-    rows = figure_rows(findings, ("figure", "value", "unit", "spread", "status", "reason", "method", "derivation"))
+    columns = ("figure", "value", "unit", "spread", "clock_mhz", "status", "reason", "method", "derivation")
+    rows = figure_rows(findings.assign(clock_mhz=findings.get("clock_mhz", pd.Series(dtype=float))), columns)
+    rows = rows.assign(clock_mhz=rows["clock_mhz"].map(lambda c: f"{c:.0f}" if pd.notna(c) and c > 0 else ""))
+    rows = rows.rename(columns={"clock_mhz": "SM clock (MHz)"})
     methods = list(dict.fromkeys(rows["method"]))
     rows["method"] = rows["method"].map(lambda m: f"[{methods.index(m) + 1}]")
     notes = "".join(f"<li>{html.escape(str(m))}</li>" for m in methods)

@@ -11,6 +11,7 @@ import pandas as pd
 
 from . import archs
 from .catalog import Case
+from .run import CLOCK_DRIFT_MHZ
 from .tables import canonical_params, parse_params, point_text
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ def judge(checks: list[Check]) -> tuple[str, str]:
     if confirmed:
         return "verified", "; ".join(f"{c.name}: {c.detail}" for c in _first_per_name(confirmed))
     limits = [f"{c.name}: {c.detail} ({c.explained})" for c in checks if c.verdict == "disagree"]
-    missing = [f"{c.name}: {c.detail}" for c in checks if c.evidence == REFERENCE and c.verdict != "agree"]
+    missing = [f"{c.name}: {c.detail}" for c in checks if c.evidence == REFERENCE and c.verdict == "n/a"]
     why = "; ".join(dict.fromkeys([*limits, *missing][:3])) or NO_REFERENCE
     own = [c.name for c in checks if c.verdict == "agree" and c.evidence == SELF]
     if own:
@@ -248,13 +249,15 @@ def ceiling_check(figure: Figure, case: Case, ceiling: Ceiling | None) -> list[C
     if ratio >= ceiling.share:
         return [Check("ceiling", "agree", f"{detail} (documented)", evidence=REFERENCE)]
     return [
-        Check(
-            "ceiling",
-            "disagree",
-            f"{detail}: under {ceiling.share:.0%} of it, so the kernel's limit, not the GPU's peak",
-            explained=case.explain.get("ceiling", ""),
+        expected(
+            case, "ceiling", f"{detail}: under {ceiling.share:.0%} of it, so the kernel's limit, not the GPU's peak"
         )
     ]
+
+
+def expected(case: Case, name: str, detail: str, key: str = "") -> Check:
+    """A disagreement of check `name`, which the case's manifest may expect (explain.<key>, default `name`)."""
+    return Check(name, "disagree", detail, explained=case.explain.get(key or name, ""))
 
 
 def second_method(checks: list[Check]) -> list[Check]:
@@ -317,14 +320,7 @@ def plateau_check(figure: Figure, case: Case, pts: list[Point], ceiling: Ceiling
             rising.append(f"{figure.value / before - 1:+.1%} from {axis}={axis_values[i - 1]} to {at[axis]}")
     if rising:
         steps = "; ".join(rising)
-        return [
-            Check(
-                "plateau",
-                "disagree",
-                f"not saturated: still rising at the end of its sweep ({steps})",
-                explained=case.explain.get("plateau", ""),
-            )
-        ]
+        return [expected(case, "plateau", f"not saturated: still rising at the end of its sweep ({steps})")]
     if not seen:
         return [Check("plateau", "n/a", "no second point on a saturating axis beside the peak")]
     return [Check("plateau", "agree", f"levelled: {'; '.join(seen)}")]
@@ -341,15 +337,8 @@ def spread_check(figure: Figure, case: Case) -> list[Check]:
     if spread <= allowed:
         return []
     which = "less the lowest and highest" if figure.samples >= 5 else "(max - min)"
-    return [
-        Check(
-            "spread",
-            "disagree",
-            f"its {figure.samples} samples {which} spread {spread / abs(figure.value):.0%} of its value, over the "
-            f"{SPREAD:.0%} a figure allows",
-            explained=case.explain.get("spread", ""),
-        )
-    ]
+    detail = f"its {figure.samples} samples {which} spread {spread / abs(figure.value):.0%} of its value"
+    return [expected(case, "spread", f"{detail}, over the {SPREAD:.0%} a figure allows")]
 
 
 def state_check(figure: Figure, case: Case, flags: dict[tuple[str, str], str]) -> list[Check]:
@@ -358,15 +347,27 @@ def state_check(figure: Figure, case: Case, flags: dict[tuple[str, str], str]) -
     seen = sorted({flags[(figure.case, p)] for p in figure.points if flags.get((figure.case, p))})
     if not seen:
         return []
-    return [Check("gpu state", "disagree", "; ".join(seen), explained=case.explain.get("gpu_state", ""))]
+    return [expected(case, "gpu state", "; ".join(seen), "gpu_state")]
 
 
 def run_flags(raw: pd.DataFrame) -> dict[tuple[str, str], str]:
-    """(case, params) -> the run's flags on the GPU's state during that point's job ('' where none)."""
+    """(case, params) -> the run's flags on the GPU's state during that point's job ('' where none). NVML's
+    throttle reasons are device-wide and linger after a job at the power cap: a 'clocks held down' flag stands
+    only where the point's own launches did not run within CLOCK_DRIFT_MHZ of the run's top SM clock."""
     if raw.empty or "flag" not in raw:
         return {}
     flagged = raw[raw["flag"].astype("string").fillna("") != ""]
-    return {(str(c), str(p)): "; ".join(sorted(set(g["flag"]))) for (c, p), g in flagged.groupby(["case", "params"])}
+    timed = raw[raw["clock_mhz"] > 0] if "clock_mhz" in raw else raw.iloc[0:0]
+    top = float(timed["clock_mhz"].max()) if len(timed) else math.nan
+    ran = timed.groupby(["case", "params"])["clock_mhz"].median().to_dict()
+    out = {}
+    for (c, p), g in flagged.groupby(["case", "params"]):
+        full_speed = ran.get((c, p), 0.0) >= top - CLOCK_DRIFT_MHZ
+        kept = sorted({f for flag in g["flag"] for f in str(flag).split("; ")})
+        kept = [f for f in kept if not (full_speed and f.startswith("clocks held down"))]
+        if kept:
+            out[(str(c), str(p))] = "; ".join(kept)
+    return out
 
 
 def point_checks(
@@ -407,7 +408,10 @@ def reference_checks(figure: Figure, case: Case, known: dict[str, list[Figure]])
             verdict = "disagree" if figure.value < part.value * (1 - BOUND_TOLERANCE) else "agree"
             out.append(Check("built from", verdict, f"{figure.value:.4g} vs {ref} latency {part.value:.4g} cycles"))
     for same in case.same_as:
-        if same.get("as", same["metric"]) != figure.metric or figure.kind == "derived":
+        field = same.get("field", "value")
+        if same.get("as", same["metric"]) != figure.metric or (figure.kind == "derived" and field == "value"):
+            continue
+        if "at" in same and not applies(canonical_params(same["at"]), figure.params or "{}"):
             continue
         category, other = case.refer(same["case"]).split("/")
         theirs = figure_for(known.get(category, []), other, same["metric"], figure.params)
@@ -417,14 +421,17 @@ def reference_checks(figure: Figure, case: Case, known: dict[str, list[Figure]])
             )
             continue
         tol = same.get("tolerance", SAME_WORK)
-        off = figure.value / theirs.value - 1 if theirs.value else math.inf
+        value, unit = (theirs.clock_mhz, "MHz (its SM clock)") if field == "clock_mhz" else (theirs.value, theirs.unit)
+        scale = same.get("scale", 1)
+        off = scale * figure.value / value - 1 if value and math.isfinite(value) else math.inf
+        ours = f"{scale:g} x {figure.value:.4g}" if scale != 1 else f"{figure.value:.4g}"
+        convention = f"; {same['why']}" if "why" in same else ""
         verdict = "agree" if abs(off) <= tol else "disagree"
         out.append(
             Check(
                 "same work",
                 verdict,
-                f"{figure.value:.4g} vs {same['case']} {theirs.value:.4g} {theirs.unit} "
-                f"({off:+.1%}, tolerance {tol:.0%})",
+                f"{ours} vs {same['case']} {value:.4g} {unit} ({off:+.1%}, tolerance {tol:.0%}){convention}",
                 evidence=REFERENCE,
                 explained=case.explain.get("same_work", "") if verdict == "disagree" else "",
             )

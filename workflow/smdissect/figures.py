@@ -200,13 +200,12 @@ def compute(
     by_id = {c.id: c for c in cases}
     known = others | {cases[0].category: figures}
     stand_for_paper(figures, by_id)
-    flags, clocks = run_flags(raw), point_clocks(raw)
+    flags = run_flags(raw)
+    set_clocks(figures, raw)
     inner = stats.inner_spread(raw, ["case", "metric", "params"])
     for f in figures:  # a deriver's own paper id, method and checks stand; the generic ones join them
         case = by_id[f.case]
         f.method = f.method or case.method
-        seen = [clocks[(f.case, p)] for p in f.points if (f.case, p) in clocks]
-        f.clock_mhz = float(statistics.median(seen)) if seen else math.nan
         f.inner_spread = inner.get((f.case, f.metric, f.params), math.nan) if f.kind != "derived" else math.nan
         f.checks = second_method(
             [
@@ -217,6 +216,14 @@ def compute(
         )
     inherit(figures)
     return figures
+
+
+def set_clocks(figures: list[Figure], raw: pd.DataFrame) -> None:
+    """Give each figure the median SM clock of the points it stands on (point_clocks), where they measured one."""
+    clocks = point_clocks(raw)
+    for f in figures:
+        seen = [clocks[(f.case, p)] for p in f.points if (f.case, p) in clocks]
+        f.clock_mhz = float(statistics.median(seen)) if seen else f.clock_mhz
 
 
 def point_clocks(raw: pd.DataFrame) -> dict[tuple[str, str], float]:

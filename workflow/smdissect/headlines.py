@@ -19,7 +19,7 @@ FINDINGS: tuple[tuple[str, str, str, bool], ...] = (
     ("latency", "dfma latency", "DFMA dependent latency", True),
     ("latency", "mufu_rcp latency", "MUFU.RCP dependent latency", True),
     ("pipelines", "hfma2 latency", "HFMA2 dependent latency", False),
-    ("pipelines", "dfma peak throughput", "DFMA peak issue rate", False),
+    ("pipelines", "dfma peak throughput", "DFMA peak issue rate", True),
     ("pipelines", "iadd3 peak throughput", "IADD3 peak issue rate", False),
     ("memory", "chase L1 latency (random)", "L1 hit latency (pointer chase)", True),
     ("memory", "chase L2 latency (random)", "L2 hit latency (pointer chase)", True),
@@ -44,6 +44,16 @@ FINDINGS: tuple[tuple[str, str, str, bool], ...] = (
     ("launch", "PDL dependent gap, 1 CTA", "kernel-to-kernel gap, PDL", True),
     ("launch", "h2d_pinned peak bandwidth", "PCIe host-to-device (pinned)", True),
     ("power", "power_bf16_mma k per active SM (fit slope)", "power per busy SM, bf16 mma.sync", True),
+    *(
+        (
+            "power",
+            f"power_{load} SM clock under load (clock64 over %globaltimer)",
+            f"SM clock under {label} load (clock64 over %globaltimer)",
+            True,
+        )
+        for load, label in (("fp32_ffma", "FFMA"), ("fp64_dfma", "DFMA"), ("bf16_mma", "bf16 mma.sync"))
+    ),
+    ("power", "power_bf16_mma NVML SM clock, lowest", "SM clock NVML reads under bf16 mma.sync load", True),
     ("power", "power_bf16_mma peak tflops", "bf16 mma.sync TFLOPS under the power sweep", False),
     ("power", "power_idle power", "board power, awake with no kernel running", False),
     ("scheduler", "scoreboard depth", "scoreboard depth (loads in flight per warp)", True),

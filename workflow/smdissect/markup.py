@@ -23,8 +23,8 @@ table.prov th{font-weight:normal;color:#555}
 .skipped h2{margin-top:0;border:none} .empty{color:#777;font-style:italic}
 td.v-agree{background:#d7f2d7} td.v-disagree{background:#f7d0d0;font-weight:bold}
 td.v-not-applicable{background:#e6e6e6;color:#555}
-span.s-verified,span.s-unverified,span.s-contradicted{padding:0 .4em;border-radius:3px;font-size:12px}
-span.s-verified{background:#d7f2d7} span.s-unverified{background:#eee;color:#444}
+span.s-verified,span.s-consistent,span.s-unverified,span.s-contradicted{padding:0 .4em;border-radius:3px;font-size:12px}
+span.s-verified{background:#d7f2d7} span.s-consistent{background:#dbe9f7} span.s-unverified{background:#eee;color:#444}
 span.s-contradicted{background:#f7d0d0;font-weight:bold}
 code{font-size:12px}
 header.nav{font-size:13px;border-bottom:1px solid #ccc;padding-bottom:.4em;margin-bottom:.6em}

@@ -14,7 +14,7 @@ from . import category_sections as common
 from .evidence import STATUS_COLUMNS, headline_rows, readable
 from .files import write_text
 from .markup import badge, deftable, document, empty, fold, navigation, number, sections, share, table, table_of
-from .tables import FIGURE_STATUSES, TABLES
+from .tables import FIGURE_STATUSES, STATUS_MEANING, TABLES
 from .views import view_of
 
 # Which pipeline stages produce each table: their skip reason explains an empty section.
@@ -65,7 +65,7 @@ def render_category(
     figures = tables.get("figures", pd.DataFrame())
     reference = tables.get("reference", pd.DataFrame())
     key = headlines.table(figures, reference, headlines.key_findings(category)) if len(figures) else pd.DataFrame()
-    key = key[key["status"].isin(("verified", "unverified"))] if len(key) else key
+    key = key[key["status"] != "contradicted"] if len(key) else key
     sass = (
         "<h3>Expected opcodes</h3>"
         + part("sass_checks", lambda c: common.sass_checks(c, run_arch))
@@ -83,6 +83,7 @@ def render_category(
     parts = [
         ("Findings", part("figures", lambda f: common.findings(f, key))),
         *view_of(category)(tables),
+        ("What the statuses mean", part("figures", lambda f: status_legend(f["status"].value_counts().to_dict()))),
         ("ILP curve", part("raw", lambda raw: common.ilp_chart(raw, tables.get("cases")))) if chain else ("", ""),
         ("All figures", part("figures", common.all_figures)),
         ("Coverage of the planned points", part("status", lambda st: common.status(st, elsewhere))),
@@ -127,7 +128,7 @@ def _category_rows(pages: list[dict[str, object]]) -> pd.DataFrame:
         found = "; ".join(
             f"{html.escape(str(r.quantity))} {number(r.value, resolution=r.resolution)} {html.escape(str(r.unit))}"
             for r in key.itertuples(index=False)
-            if r.status in ("verified", "unverified")
+            if r.status != "contradicted"
         )
         rows.append(
             {"category": link, "key findings": found}
@@ -146,10 +147,20 @@ METHOD = (
     "the SASS of its timed loop. It runs raw (clock64 around the timed loop, medians over repeats) and once "
     "under Nsight Compute (clocks left as found, --clock-control none), whose stall reasons and pipe counts "
     "cross-check the clock64 figures. Every figure on these pages is computed once, in the figures table, and "
-    "judged: verified where an independent check (counters, bounds, a second case) agrees, unverified with "
-    "the reason where none applies, contradicted where one disagrees; a contradicted figure is never shown "
-    "as a finding."
+    "judged by all its checks; its status says what evidence stands behind it (the table above), and a contradicted "
+    "figure is never shown as a finding."
 )
+
+
+def status_legend(counts: dict[str, int]) -> str:
+    """What each figure status means (tables.STATUS_MEANING) and how many figures have it."""
+    rows = "".join(
+        f'<tr><td>{badge(s)}</td><td class="num">{int(counts.get(s, 0)):,}</td><td>{html.escape(STATUS_MEANING[s])}'
+        "</td></tr>"
+        for s in FIGURE_STATUSES
+    )
+    total = sum(int(counts.get(s, 0)) for s in FIGURE_STATUSES)
+    return f"<table><tr><th>status</th><th>figures ({total:,})</th><th>what it means</th></tr>{rows}</table>"
 
 
 def render_index(
@@ -170,6 +181,8 @@ def render_index(
     the paper's 'generation', 'coverage' and 'structure' tables (smdissect.paper)."""
     title = f"smdissect: {gpu}"
     listing = table(_category_rows(pages), raw=("category",)) if pages else empty("no category pages")
+    counts = [cast(dict[str, int], p.get("figures") or {}) for p in pages]
+    totals = {s: sum(int(c.get(s, 0)) for c in counts) for s in FIGURE_STATUSES}
     instructions = readable(instructions, {"latency (cycle)": "spread"}, ("peak (warp_inst/cycle/SM)",))
     generation = paper.get("generation", pd.DataFrame())
     parts = [
@@ -177,6 +190,7 @@ def render_index(
             "Headline figures",
             table(headline_rows(headlines), raw=("status",)) if len(headlines) else empty("no figures"),
         ),
+        ("What the statuses mean", status_legend(totals)),
         ("Method and setup", f"<p>{html.escape(METHOD)}</p>{deftable(provenance)}"),
         ("Categories", listing),
         (

@@ -261,8 +261,8 @@ STATUS_MEANING = {
     "a second method (another case or category, a library, NVML, the device's attributes)",
     "consistent": "the counters of the same launch agree with it (the kernel did what its manifest says), but nothing "
     "independent of the kernel confirms the number is the GPU's",
-    "unverified": "no independent reference exists for this quantity and no counter of the launch checks it: the "
-    "reason says which reference is missing",
+    "unverified": "nothing independent confirms it and no counter of the launch checks it, or a check disagrees for "
+    "a reason its manifest states (a kernel's limit, a lower bound): the reason says which",
     "contradicted": "a check disagrees beyond its tolerance: a counter off its claim, a value beyond the device's or "
     "above a documented ceiling, a peak well under its ceiling, two methods apart, samples spread wider than the "
     "figure allows, or a GPU shared or clock moved during the measurement",
