@@ -8,6 +8,7 @@
 #define SMD_HAS_cluster (SMD_SM == 90 || SMD_SM == 100 || SMD_SM == 101 || SMD_SM == 103 || SMD_SM == 110 || SMD_SM == 120 || SMD_SM == 121)
 #define SMD_HAS_cvt_narrow (SMD_SM == 100 || SMD_SM == 101 || SMD_SM == 103 || SMD_SM == 110 || SMD_SM == 120 || SMD_SM == 121)
 #define SMD_HAS_elect (SMD_SM == 90 || SMD_SM == 100 || SMD_SM == 101 || SMD_SM == 103 || SMD_SM == 110 || SMD_SM == 120 || SMD_SM == 121)
+#define SMD_HAS_f64_mma_m16 (SMD_SM == 90 || SMD_SM == 100 || SMD_SM == 101 || SMD_SM == 103 || SMD_SM == 110 || SMD_SM == 120 || SMD_SM == 121)
 #define SMD_HAS_f8f6f4 (SMD_SM == 120 || SMD_SM == 121)
 #define SMD_HAS_fp4 (SMD_SM == 100 || SMD_SM == 101 || SMD_SM == 103 || SMD_SM == 110 || SMD_SM == 120 || SMD_SM == 121)
 #define SMD_HAS_fp8 (SMD_SM == 89 || SMD_SM == 90 || SMD_SM == 100 || SMD_SM == 101 || SMD_SM == 103 || SMD_SM == 110 || SMD_SM == 120 || SMD_SM == 121)
@@ -24,6 +25,7 @@
 #define SMD_HAS_cluster 1
 #define SMD_HAS_cvt_narrow 1
 #define SMD_HAS_elect 1
+#define SMD_HAS_f64_mma_m16 1
 #define SMD_HAS_f8f6f4 1
 #define SMD_HAS_fp4 1
 #define SMD_HAS_fp8 1

@@ -46,6 +46,64 @@ struct F64F64 {
   }
 };
 
+// m16n8kK f64 (sm_90 on): K/2 f64 of A and K/4 of B per thread, four f64 accumulators (PTX ISA, mma .f64).
+template <int K>
+struct F64M16 {
+  static_assert(K == 4 || K == 8 || K == 16, "mma.sync .f64 m16n8k has K = 4, 8 or 16");
+  using Acc = tc::Frag<double, 4>;
+  struct Ctx {
+    double a[K / 2], b[K / 4];
+  };
+  // K = 16 at ILP 8 holds 8 x 4 accumulators and 12 operands (f64: 88 registers and more): 8 warps at most, so
+  // ptxas may give a thread 255 registers and spills nothing
+  static constexpr int kThreads = 32, kMaxThreads = K == 16 ? 256 : 512, kBody = 32, kPerStep = 1;
+  static constexpr double flop = 2.0 * 16 * 8 * K;
+  static constexpr tc::Counter counter = tc::Counter::dmma;
+  static int insts(int major) { return major == 9 ? 1 : 0; }
+  __device__ static Ctx setup(float) {
+    Ctx x;
+    for (auto& v : x.a) v = 1.0 / 128;
+    for (auto& v : x.b) v = 1.0 / 128;
+    return x;
+  }
+  __device__ static void init(Acc& c, float seed, int chain) {
+    for (auto& v : c.v) v = double(seed) * (chain + 1);
+  }
+  static bool valid(const Acc& c) {
+    return std::isfinite(c.v[0]) && std::isfinite(c.v[1]) && std::isfinite(c.v[2]) && std::isfinite(c.v[3]);
+  }
+  __device__ static void step(Acc& d, const Ctx& x) {
+#if SMD_HAS(f64_mma_m16)  // sm_90 on: before it the PTX ISA has only m8n8k4 for f64 (the cases require it)
+    if constexpr (K == 4)
+      asm volatile("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};"
+                   : "+d"(d.v[0]), "+d"(d.v[1]), "+d"(d.v[2]), "+d"(d.v[3])
+                   : "d"(x.a[0]), "d"(x.a[1]), "d"(x.b[0]));
+    else if constexpr (K == 8)
+      asm volatile(
+          "mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+          : "+d"(d.v[0]), "+d"(d.v[1]), "+d"(d.v[2]), "+d"(d.v[3])
+          : "d"(x.a[0]), "d"(x.a[1]), "d"(x.a[2]), "d"(x.a[3]), "d"(x.b[0]), "d"(x.b[1]));
+    else
+      asm volatile(
+          "mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7,%8,%9,%10,%11}, "
+          "{%12,%13,%14,%15}, {%0,%1,%2,%3};"
+          : "+d"(d.v[0]), "+d"(d.v[1]), "+d"(d.v[2]), "+d"(d.v[3])
+          : "d"(x.a[0]), "d"(x.a[1]), "d"(x.a[2]), "d"(x.a[3]), "d"(x.a[4]), "d"(x.a[5]), "d"(x.a[6]), "d"(x.a[7]),
+            "d"(x.b[0]), "d"(x.b[1]), "d"(x.b[2]), "d"(x.b[3]));
+#endif
+  }
+};
+
+struct F64K4 : F64M16<4> {
+  static constexpr const char* name = "F64K4";
+};
+struct F64K8 : F64M16<8> {
+  static constexpr const char* name = "F64K8";
+};
+struct F64K16 : F64M16<16> {
+  static constexpr const char* name = "F64K16";
+};
+
 // 2:4 sparse m16n8k32 f16 -> f32 with ordered metadata 0x4 per group (indices 0 < 1); FLOP counted dense.
 struct SpF16F32 : Mma424<kF16, kF16, true> {
   static constexpr const char* name = "SpF16F32";
@@ -127,5 +185,6 @@ int main(int argc, char** argv) {
        tc::warp_case<E4m3F32>("mma_e4m3_f32"), tc::warp_case<E5m2F32>("mma_e5m2_f32"),
        tc::warp_case<S8S32>("mma_s8_s32"), tc::warp_case<U8S32>("mma_u8_s32"), tc::warp_case<S4S32>("mma_s4_s32"),
        tc::warp_case<B1S32>("mma_b1_s32"), tc::warp_case<F64F64>("mma_f64_f64"),
-       tc::warp_case<SpF16F32>("mma_sp_f16_f32")});
+       tc::warp_case<F64K4>("mma_f64_m16n8k4"), tc::warp_case<F64K8>("mma_f64_m16n8k8"),
+       tc::warp_case<F64K16>("mma_f64_m16n8k16"), tc::warp_case<SpF16F32>("mma_sp_f16_f32")});
 }

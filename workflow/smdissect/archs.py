@@ -60,6 +60,9 @@ FEATURES: dict[str, set[int]] = {
     "pdl": {90} | BLACKWELL,
     "stmatrix": {90} | BLACKWELL,
     "bf16x2_arith": {90} | BLACKWELL,
+    # mma.sync .f64 m16n8k4 / k8 / k16 (PTX ISA: sm_90 or higher; ptxas 13.0: one DMMA.16x8xK on sm_90a, 2 x K/4
+    # DMMA.8x8x4 on sm_100a and sm_120a)
+    "f64_mma_m16": {90} | BLACKWELL,
 }
 # The archs CI builds every family for and SASS-checks every case on; the README plans each.
 CHECKED_ARCHS = ("sm_80", "sm_89", "sm_90a", "sm_100a", "sm_120a")

@@ -18,7 +18,7 @@ from .catalog import Case
 from .errors import SmdissectError
 
 FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)")
-LINE = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P(?:T|\d)\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\s*([^;]*);")
+LINE = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P(?:T|\d)\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)\s*([^;]*);")
 BRANCH_TARGET = re.compile(r"0x([0-9a-f]+)\s*$")
 INSTRUCTION_BYTES = 16  # every SASS instruction from sm_70 on
 CLOCK = "SR_CLOCKLO"  # what a clock64 (CS2R) or clock (S2R/S2UR) read names: the edges of a timed region
