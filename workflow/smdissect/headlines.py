@@ -34,6 +34,7 @@ FINDINGS: tuple[tuple[str, str, str, bool], ...] = (
     ("tensorcore", "mma_f16_f32 latency", "mma.sync f16 latency", True),
     ("tensorcore", "mma_f16_f32 peak flops", "mma.sync f16 (f32 accumulate) throughput", True),
     ("tensorcore", "wgmma_f16_ss peak flops", "wgmma f16 throughput", True),
+    ("tensorcore", "mma_f64_m16n8k8 peak flops", "FP64 tensor throughput (mma.sync m16n8k8)", True),
     ("async", "TMA bulk best / LDG.128 best", "TMA bulk copy vs LDG.128 stream", True),
     ("async", "cp_async_stream peak bandwidth", "cp.async stream bandwidth", False),
     ("async", "bulk_latency cost per KB of one bulk copy, L2", "TMA bulk copy cost per KB from L2", False),
