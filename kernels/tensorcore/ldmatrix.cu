@@ -45,15 +45,9 @@ struct Ldsm : SharedOp {
   static bool valid(const Acc&) { return true; }
   __device__ static void step(Acc& c, const Ctx& x) { ldsm<X>(c, x.base + (c.v[0] & x.mask)); }
 };
-struct LdsmX1 : Ldsm<1> {
-  static constexpr const char* name = "LdsmX1";
-};
-struct LdsmX2 : Ldsm<2> {
-  static constexpr const char* name = "LdsmX2";
-};
-struct LdsmX4 : Ldsm<4> {
-  static constexpr const char* name = "LdsmX4";
-};
+TC_NAMED(LdsmX1, Ldsm<1>);
+TC_NAMED(LdsmX2, Ldsm<2>);
+TC_NAMED(LdsmX4, Ldsm<4>);
 
 // stmatrix .x4 of the fragment, then ldmatrix .x4 of the same rows: the store->load round trip.
 struct StsmX4 : Ldsm<4> {

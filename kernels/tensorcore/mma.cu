@@ -94,15 +94,9 @@ struct F64M16 {
   }
 };
 
-struct F64K4 : F64M16<4> {
-  static constexpr const char* name = "F64K4";
-};
-struct F64K8 : F64M16<8> {
-  static constexpr const char* name = "F64K8";
-};
-struct F64K16 : F64M16<16> {
-  static constexpr const char* name = "F64K16";
-};
+TC_NAMED(F64K4, F64M16<4>);
+TC_NAMED(F64K8, F64M16<8>);
+TC_NAMED(F64K16, F64M16<16>);
 
 // 2:4 sparse m16n8k32 f16 -> f32 with ordered metadata 0x4 per group (indices 0 < 1); FLOP counted dense.
 struct SpF16F32 : Mma424<kF16, kF16, true> {

@@ -37,6 +37,13 @@ inline std::string counter_metric(Counter c, int major) {
   return "";
 }
 
+// An operation `NAME` that is `BASE` (a template instance) under a plain name: kernel symbols and listings carry
+// NAME, not the template's arguments.
+#define TC_NAMED(NAME, ...)                     \
+  struct NAME : __VA_ARGS__ {                   \
+    static constexpr const char* name = #NAME; \
+  }
+
 // Fixed-size register fragment; trivially copyable so it can be stored and checked on the host.
 template <class T, int N>
 struct Frag {
