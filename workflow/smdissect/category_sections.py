@@ -23,6 +23,9 @@ def medians(raw: pd.DataFrame) -> pd.DataFrame:
     return summary.assign(median=summary["median"].map(number), spread=spreads)
 
 
+CONTRADICTED_SHOWN = 10  # more contradicted figures than this are folded: the findings stay one screen
+
+
 def findings(figures: pd.DataFrame, key: pd.DataFrame) -> str:
     """Counts by status, the category's key findings, and the contradicted figures apart (they are not findings)."""
     against = figures[figures["status"] == "contradicted"]
@@ -30,10 +33,11 @@ def findings(figures: pd.DataFrame, key: pd.DataFrame) -> str:
     if len(key):
         out += table(headline_rows(key).drop(columns=["category"]), raw=("status",))
     if len(against):
+        rows = table(figure_rows(against, ("figure", "value", "unit", "status", "reason")), raw=("status",))
         out += (
             "<h3>Contradicted: not findings</h3><p>A check disagrees with each of these or a bound is broken; the "
             "number is kept only as evidence of what went wrong.</p>"
-            + table(figure_rows(against, ("figure", "value", "unit", "status", "reason")), raw=("status",))
+            + (rows if len(against) <= CONTRADICTED_SHOWN else fold(f"{len(against)} contradicted figures", rows))
         )
     return (
         out + '<p>Every figure, with how it was measured and why it has its status: <a href="#all-figures">All '
