@@ -350,19 +350,26 @@ def state_check(figure: Figure, case: Case, flags: dict[tuple[str, str], str]) -
     return [expected(case, "gpu state", "; ".join(seen), "gpu_state")]
 
 
-def run_flags(raw: pd.DataFrame) -> dict[tuple[str, str], str]:
+def point_clocks(raw: pd.DataFrame) -> dict[tuple[str, str], float]:
+    """(case, params) -> the median SM clock (MHz, clock64 over %globaltimer in the timed launches) of a point, where
+    its kernels measured one."""
+    timed = raw[raw["clock_mhz"] > 0] if "clock_mhz" in raw else raw.iloc[0:0]
+    medians = timed.groupby(["case", "params"])["clock_mhz"].median()
+    return {(str(c), str(p)): float(v) for (c, p), v in medians.items()}
+
+
+def run_flags(raw: pd.DataFrame, clocks: dict[tuple[str, str], float]) -> dict[tuple[str, str], str]:
     """(case, params) -> the run's flags on the GPU's state during that point's job ('' where none). NVML's
     throttle reasons are device-wide and linger after a job at the power cap: a 'clocks held down' flag stands
-    only where the point's own launches did not run within CLOCK_DRIFT_MHZ of the run's top SM clock."""
+    only where the point's own launches (`clocks`: point_clocks) did not run within CLOCK_DRIFT_MHZ of the run's
+    top SM clock."""
     if raw.empty or "flag" not in raw:
         return {}
     flagged = raw[raw["flag"].astype("string").fillna("") != ""]
-    timed = raw[raw["clock_mhz"] > 0] if "clock_mhz" in raw else raw.iloc[0:0]
-    top = float(timed["clock_mhz"].max()) if len(timed) else math.nan
-    ran = timed.groupby(["case", "params"])["clock_mhz"].median().to_dict()
+    top = max(clocks.values(), default=math.nan)
     out = {}
     for (c, p), g in flagged.groupby(["case", "params"]):
-        full_speed = ran.get((c, p), 0.0) >= top - CLOCK_DRIFT_MHZ
+        full_speed = clocks.get((str(c), str(p)), 0.0) >= top - CLOCK_DRIFT_MHZ
         kept = sorted({f for flag in g["flag"] for f in str(flag).split("; ")})
         kept = [f for f in kept if not (full_speed and f.startswith("clocks held down"))]
         if kept:

@@ -14,7 +14,7 @@ import pandas as pd
 
 from . import stats
 from .catalog import Case
-from .checks import Check, judge, point_checks, reference_checks, run_flags, second_method
+from .checks import Check, judge, point_checks, point_clocks, reference_checks, run_flags, second_method
 from .tables import FIGURE_STATUSES, point_text
 
 RATE_UNITS = ("/cycle", "/s", "TFLOPS")  # a metric in such a unit peaks over its sweep by default
@@ -200,8 +200,9 @@ def compute(
     by_id = {c.id: c for c in cases}
     known = others | {cases[0].category: figures}
     stand_for_paper(figures, by_id)
-    flags = run_flags(raw)
-    set_clocks(figures, raw)
+    clocks = point_clocks(raw)
+    flags = run_flags(raw, clocks)
+    set_clocks(figures, clocks)
     inner = stats.inner_spread(raw, ["case", "metric", "params"])
     for f in figures:  # a deriver's own paper id, method and checks stand; the generic ones join them
         case = by_id[f.case]
@@ -218,20 +219,12 @@ def compute(
     return figures
 
 
-def set_clocks(figures: list[Figure], raw: pd.DataFrame) -> None:
-    """Give each figure the median SM clock of the points it stands on (point_clocks), where they measured one."""
-    clocks = point_clocks(raw)
+def set_clocks(figures: list[Figure], clocks: dict[tuple[str, str], float]) -> None:
+    """Give each figure the median SM clock of the points it stands on (`clocks`: checks.point_clocks), where they
+    measured one."""
     for f in figures:
         seen = [clocks[(f.case, p)] for p in f.points if (f.case, p) in clocks]
         f.clock_mhz = float(statistics.median(seen)) if seen else f.clock_mhz
-
-
-def point_clocks(raw: pd.DataFrame) -> dict[tuple[str, str], float]:
-    """(case, params) -> the median SM clock (MHz, clock64 over %globaltimer in the timed launches) of a point, where
-    its kernels measured one."""
-    timed = raw[raw["clock_mhz"] > 0] if "clock_mhz" in raw else raw.iloc[0:0]
-    medians = timed.groupby(["case", "params"])["clock_mhz"].median()
-    return {(str(c), str(p)): float(v) for (c, p), v in medians.items()}
 
 
 def stand_for_paper(figures: list[Figure], cases: dict[str, Case]) -> None:

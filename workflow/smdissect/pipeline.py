@@ -270,7 +270,7 @@ def figures_table(kernels: Path, category: str, inputs: dict[str, list[Path]], r
         others[str(other)] = [
             f for c in catalog.load(kernels, str(other)) for f in figures.case_figures(c, group, by_point)
         ]
-        figures.set_clocks(others[str(other)], group)
+        figures.set_clocks(others[str(other)], figures.point_clocks(group))
     rows: list[dict[str, Any]] = []
     if len(frames["raw"]):
         first = frames["raw"].iloc[0]

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from .. import power
-from ..checks import REFERENCE, Check
+from ..checks import REFERENCE, Check, point_clocks
 from ..figures import Figure
 from ..tables import canonical_params
 from .samples import at, keep, make, params_of, samples
@@ -173,11 +173,11 @@ def _clock(raw: pd.DataFrame, case: str) -> list[Figure]:
     lo, hi, mid = float(clocks.min()), float(clocks.max()), float(np.median(clocks))
     over = f"the {len(clocks)} NVML readings ({CLOCK}, every 25 ms) over its {len(loaded)} loaded 1 s windows"
     base = {"case": case, "kind": "derived", "spread": 0.0, "samples": len(clocks), "points": tuple(loaded)}
-    timed = raw[(raw["case"] == case) & raw["params"].isin(loaded) & (raw["clock_mhz"] > 0)]
-    ran = timed.groupby("params")["clock_mhz"].median()
+    known = point_clocks(raw)
+    ran = np.array([known[(case, p)] for p in loaded if (case, p) in known])
     measured = []
     if len(ran):
-        sm = float(ran.median())
+        sm = float(np.median(ran))
         measured = [
             Figure(
                 metric="sm_clock",
