@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from smdissect import archs, catalog, coverage, device, files
-from smdissect.derived import gemm
+from smdissect.derived import gemm, tensorcore
 
 ROOT = Path(__file__).resolve().parents[1]
 H200 = ROOT / "reports" / "h200" / "tables" / "sm_90a"
@@ -109,12 +109,16 @@ def test_sku_dependent_and_unpublished_tensor_peaks_are_none() -> None:
 
 
 def test_h200_tensor_measurements_stay_under_the_peak() -> None:
-    raw = pd.read_parquet(H200 / "tensorcore" / "wgmma" / "raw.parquet", columns=["case", "params", "metric", "value"])
+    paths = sorted((H200 / "tensorcore").glob("wgmma*/raw.parquet"))
+    raw = pd.concat(pd.read_parquet(p, columns=["case", "params", "metric", "value"]) for p in paths)
     flops = raw[raw["metric"] == "flops"].groupby(["case", "params"])["value"].median().groupby("case").max()
+    bounded = 0
     for case, best in flops.items():
-        fmt = "bf16" if "bf16" in str(case) else "f16"  # wgmma_f16_ss, wgmma_f16_rs, wgmma_bf16_ss
-        peak = archs.tensor_peak("sm_90a", fmt, gpu="NVIDIA H200")
-        assert peak is not None and 0.9 * peak < best <= 1.01 * peak, case
+        fmt, sparse, _ = tensorcore.tensor_format(str(case))
+        peak = archs.tensor_peak("sm_90a", fmt, sparse, gpu="NVIDIA H200")
+        assert peak is None or best <= 1.01 * peak, case  # a wgmma under its datasheet rate (b1 has none)
+        bounded += peak is not None
+    assert bounded >= 3
 
 
 def test_gpu_models_and_name_matching() -> None:
@@ -190,7 +194,7 @@ def test_a_case_is_static_exactly_where_its_arch_lacks_a_feature() -> None:
     why = plan.set_index(["arch", "case"])["reason"]
     assert why[("sm_80", "bulk_depth")] and not why[("sm_90a", "bulk_depth")]
     assert why[("sm_80", "mma_e4m3_f32")] == "sm_80 lacks fp8" and not why[("sm_120a", "mma_e4m3_f32")]
-    assert why[("sm_120a", "wgmma_f16_ss")] == "sm_120a lacks wgmma" and not why[("sm_80", "mma_f16_f32")]
+    assert why[("sm_120a", "wgmma_f16_f32_ss")] == "sm_120a lacks wgmma" and not why[("sm_80", "mma_f16_f32")]
 
 
 def test_the_readme_plans_every_arch_from_the_manifests() -> None:

@@ -60,6 +60,20 @@ def test_two_categories_apart_on_one_pipes_rate_are_contradicted() -> None:
     assert status == "contradicted" and "same work: 3.5 vs pipelines/ffma 3.96" in reason, reason
 
 
+def test_a_peak_under_what_a_library_reaches_on_the_same_card_is_contradicted() -> None:
+    floor = {"case": "gemm/lib", "metric": "throughput", "relation": "at_least", "tolerance": 0.02}
+    probe = case("tensorcore", same_as=[floor])
+    raw = raw_frame(
+        [("probe", {"ilp": ilp, "warps": 32}, "throughput", [3.5] * 9) for ilp in (4, 8)], unit="warp_inst/cycle/SM"
+    )
+    for lib, want in ((3.0, "agree"), (3.9, "disagree")):
+        theirs = figures.Figure("lib", "throughput", "warp_inst/cycle/SM", "peak", "lib peak throughput", lib, 0, 9, "")
+        found = figures.compute([probe], {"raw": raw}, {"gemm": [theirs]}, "sm_90a", "NVIDIA H200")
+        (check,) = [c for c in next(f for f in found if f.kind == "peak").checks if c.name == "floor"]
+        assert check.verdict == want and "at least" in check.detail, check
+    assert judge(next(f for f in found if f.kind == "peak").checks)[0] == "contradicted"
+
+
 def test_a_figure_whose_samples_spread_40_percent_is_contradicted() -> None:
     wide = [1.0, 1.2, 1.4, 1.0, 1.2, 1.4, 1.0, 1.2, 1.4]  # 40% of the median 1.2 apart, the inner samples too
     status, reason = peak(case(), {4: wide, 8: wide})

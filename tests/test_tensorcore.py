@@ -16,7 +16,8 @@ from smdissect.checks import judge
 from smdissect.derived import tensorcore as derived
 from smdissect.views import tensorcore as view
 
-FAMILIES = ["mma", "blockscale", "wgmma", "ldmatrix"]
+WGMMA = ["wgmma", "wgmma_fp8", "wgmma_int", "wgmma_sp"]
+FAMILIES = ["mma", "blockscale", *WGMMA, "ldmatrix"]
 CASES = catalog.load(ROOT / "kernels", "tensorcore")
 RUN = ROOT / "reports" / "h200" / "tables" / "sm_90a" / "tensorcore"
 
@@ -32,8 +33,13 @@ FORMS = {
     ("sm_120a", "mma_f16_f32"): "native",
     ("sm_120a", "mxf4nvf4_e2m1"): "native",
     ("sm_90a", "mxf4nvf4_e2m1"): "absent",
-    ("sm_90a", "wgmma_f16_ss"): "native",
-    ("sm_120a", "wgmma_f16_ss"): "absent",
+    ("sm_90a", "wgmma_f16_f32_ss"): "native",
+    ("sm_120a", "wgmma_f16_f32_ss"): "absent",
+    ("sm_90a", "wgmma_e4m3_f32_ss"): "native",
+    ("sm_120a", "wgmma_e4m3_f32_ss"): "absent",
+    ("sm_90a", "wgmma_s8_s32_rs"): "native",
+    ("sm_90a", "wgmma_b1_s32_ss"): "native",
+    ("sm_90a", "wgmma_sp_e4m3_f32_ss"): "native",
 }
 
 
@@ -82,7 +88,7 @@ def test_supported_cases_hold_their_sass_claims(compiled, arch: str, family: str
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_each_arch_assembles_each_format_as_expected(compiled, arch: str, tmp_path: Path) -> None:
-    frames = [sass_frames(compiled, arch, f, tmp_path)[0] for f in ("mma", "blockscale", "wgmma")]
+    frames = [sass_frames(compiled, arch, f, tmp_path)[0] for f in ("mma", "blockscale", *WGMMA)]
     forms = view._sass_forms(pd.concat(frames)).set_index("case")
     for (a, case), form in FORMS.items():
         if a == arch:
@@ -103,9 +109,15 @@ def test_block_scale_kinds_become_the_block_scale_instruction(compiled, tmp_path
 
 def test_peak_is_the_datasheet_over_sms_and_clock() -> None:
     dense = 989.4e12 / (132 * 1830e6)
-    assert derived.peak_per_cycle("sm_90a", "wgmma_f16_ss") == pytest.approx(dense)
+    fp8 = 1978.9e12 / (132 * 1830e6)
+    assert derived.peak_per_cycle("sm_90a", "wgmma_f16_f32_ss") == pytest.approx(dense)
+    assert derived.peak_per_cycle("sm_90a", "wgmma_f16_f16_ss") == pytest.approx(dense)  # no f16/f16 figure apart
+    assert derived.peak_per_cycle("sm_90a", "wgmma_e5m2xe4m3_f32_ss") == pytest.approx(fp8)  # A's format: FP8
+    assert derived.peak_per_cycle("sm_90a", "wgmma_sp_e4m3_f32_ss") == pytest.approx(2 * fp8)
+    assert derived.peak_per_cycle("sm_90a", "wgmma_sp_tf32_f32_ss") == pytest.approx(dense)  # 2 x tf32's half
+    assert derived.peak_per_cycle("sm_90a", "wgmma_b1_s32_ss") is None
     assert derived.peak_per_cycle("sm_90a", "mma_sp_f16_f32") == pytest.approx(2 * dense)
-    assert derived.peak_per_cycle("sm_90a", "mma_e5m2_f32") == pytest.approx(1978.9e12 / (132 * 1830e6))  # FP8
+    assert derived.peak_per_cycle("sm_90a", "mma_e5m2_f32") == pytest.approx(fp8)
     assert derived.peak_per_cycle("sm_120a", "mma_f16_f32") is None  # GeForce: FP32-accumulate rate per SKU
     # Hopper's datasheets give no INT4 or b1 peak (A100's did): nothing bounds those on sm_90a
     assert derived.peak_per_cycle("sm_90a", "mma_s4_s32") is None
@@ -181,7 +193,7 @@ def real_shaped_run() -> pd.DataFrame:
     )
     rows += mma_rows("mma_e4m3_f32", 8192, 4.0, lambda i, w: 1.03 if (i, w) == (4, 16) else min(i * w / 4, 1.0))
     rows += mma_rows("mma_s4_s32", 16384, 157.0, lambda i, w: 0.0033 * w)
-    rows += wgmma_rows("wgmma_f16_ss")
+    rows += wgmma_rows("wgmma_f16_f32_ss")
     return frame(rows, UNITS)
 
 
@@ -205,12 +217,12 @@ def test_derived_figures_stand_at_the_peak_flops_point() -> None:
     assert found["mma_f16_f32 % of the f16 peak"].value == pytest.approx(100 * peak.value / dense)
     assert found["mma_f16_f32 throughput at peak flops"].params == peak.params  # the manifest's {at: flops}
     # wgmma: one wgmma per SM every 2 x 64 x n x 16 / 4096 cycles at the peak point; throughput and TFLOPS derived
-    wg = found["wgmma_f16_ss peak flops"]
+    wg = found["wgmma_f16_f32_ss peak flops"]
     n = tables.parse_params(wg.params)["n"]
-    assert found["wgmma_f16_ss issue interval"].value == pytest.approx(2 * 64 * n * 16 / 4096)
-    assert found["wgmma_f16_ss % of the f16 peak"].value == pytest.approx(100 * 4096 / dense)
-    assert found["wgmma_f16_ss throughput at peak flops"].kind == "derived"
-    assert "wgmma_f16_ss peak throughput" not in found and "wgmma_f16_ss peak tflops" not in found  # rule: none
+    assert found["wgmma_f16_f32_ss issue interval"].value == pytest.approx(2 * 64 * n * 16 / 4096)
+    assert found["wgmma_f16_f32_ss % of the f16 peak"].value == pytest.approx(100 * 4096 / dense)
+    assert found["wgmma_f16_f32_ss throughput at peak flops"].kind == "derived"
+    assert "wgmma_f16_f32_ss peak throughput" not in found and "wgmma_f16_f32_ss peak tflops" not in found  # rule: none
     gap = found["wgmma f16 over mma.sync f16 FLOP/cycle/SM"]
     assert gap.value == pytest.approx(1 / rate) and set(gap.points) == {wg.params, peak.params}
     # no datasheet INT4 peak on Hopper: no % of peak for the emulated s4
@@ -230,9 +242,9 @@ def test_the_checks_catch_a_hoisted_fp8_mma_and_an_unsaturated_emulation() -> No
     )
     # still rising at the sweep's end, which its manifest explains: a lower bound, never verified
     assert status["mma_s4_s32 peak flops"][0] == "unverified" and "not saturated" in status["mma_s4_s32 peak flops"][1]
-    for name in ("mma_f16_f32 peak flops", "mma_f16_f32 latency", "wgmma_f16_ss peak flops"):
+    for name in ("mma_f16_f32 peak flops", "mma_f16_f32 latency", "wgmma_f16_f32_ss peak flops"):
         assert status[name][0] != "contradicted", (name, status[name])
-    plateau = [c for c in found["wgmma_f16_ss peak flops"].checks if c.name == "plateau"]
+    plateau = [c for c in found["wgmma_f16_f32_ss peak flops"].checks if c.name == "plateau"]
     assert [c.verdict for c in plateau] == ["agree"] and "tensor peak" in plateau[0].detail
 
 
@@ -244,7 +256,7 @@ def figures_frame(found: list[figures.Figure]) -> pd.DataFrame:
 def test_view_sections_on_real_shaped_frames(compiled, tmp_path: Path) -> None:
     raw = real_shaped_run()
     table = figures_frame(judged(raw))
-    sass_rows = pd.concat([sass_frames(compiled, "sm_90a", f, tmp_path)[0] for f in ("mma", "wgmma")])
+    sass_rows = pd.concat([sass_frames(compiled, "sm_90a", f, tmp_path)[0] for f in ("mma", *WGMMA)])
     rows = view.per_format(table)
     assert list(dict.fromkeys(rows["case"])) == list(dict.fromkeys(raw["case"]))  # run order
     first = rows[rows["case"] == "mma_f16_f32"]["metric"].tolist()

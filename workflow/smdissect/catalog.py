@@ -143,6 +143,9 @@ CASE_PROPERTIES: dict[str, Any] = {
                 "scale": {"type": "number", "exclusiveMinimum": 0},
                 "why": {"type": "string"},
                 "tolerance": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+                # at_least: the other case is a second method that reaches part of the same ceiling (a library
+                # GEMM under the instruction's peak): this figure must not fall below it
+                "relation": {"enum": ["equal", "at_least"]},
             },
         },
     },

@@ -422,10 +422,10 @@ def reference_checks(figure: Figure, case: Case, known: dict[str, list[Figure]])
             continue
         category, other = case.refer(same["case"]).split("/")
         theirs = figure_for(known.get(category, []), other, same["metric"], figure.params)
+        floor = same.get("relation") == "at_least"
+        name = "floor" if floor else "same work"
         if theirs is None:
-            out.append(
-                Check("same work", "n/a", f"{same['case']} {same['metric']} not measured here", evidence=REFERENCE)
-            )
+            out.append(Check(name, "n/a", f"{same['case']} {same['metric']} not measured here", evidence=REFERENCE))
             continue
         tol = same.get("tolerance", SAME_WORK)
         value, unit = (theirs.clock_mhz, "MHz (its SM clock)") if field == "clock_mhz" else (theirs.value, theirs.unit)
@@ -433,14 +433,15 @@ def reference_checks(figure: Figure, case: Case, known: dict[str, list[Figure]])
         off = scale * figure.value / value - 1 if value and math.isfinite(value) else math.inf
         ours = f"{scale:g} x {figure.value:.4g}" if scale != 1 else f"{figure.value:.4g}"
         convention = f"; {same['why']}" if "why" in same else ""
-        verdict = "agree" if abs(off) <= tol else "disagree"
+        verdict = "agree" if (off >= -tol if floor else abs(off) <= tol) else "disagree"
+        relation = "at least" if floor else "tolerance"
         out.append(
             Check(
-                "same work",
+                name,
                 verdict,
-                f"{ours} vs {same['case']} {value:.4g} {unit} ({off:+.1%}, tolerance {tol:.0%}){convention}",
+                f"{ours} vs {same['case']} {value:.4g} {unit} ({off:+.1%}, {relation} {tol:.0%}){convention}",
                 evidence=REFERENCE,
-                explained=case.explain.get("same_work", "") if verdict == "disagree" else "",
+                explained=case.explain.get(name.replace(" ", "_"), "") if verdict == "disagree" else "",
             )
         )
     return out

@@ -18,12 +18,12 @@ SMSPS = archs.SCHEDULERS  # sub-partitions per SM: one mma.sync or ldmatrix warp
 # .x4 four; the stmatrix round trip stores four and loads four.
 SMEM_BYTES = {"ldmatrix_x1": 128, "ldmatrix_x2": 256, "ldmatrix_x4": 512, "stmatrix_ldmatrix_x4": 1024}
 GAP_MMA = "mma_f16_f32"  # the mma.sync m16n8k16 f16 -> f32 the wgmma f16 -> f32 cases are compared with
-GAP_WGMMA = ("wgmma_f16_ss", "wgmma_f16_rs")
+GAP_WGMMA = ("wgmma_f16_f32_ss", "wgmma_f16_f32_rs")
 MMA_SYNC = ("mma_", "f8f6f4_", "mxf")  # the mma.sync cases: ILP knees and warps to saturate are theirs
 
 
 def tensor_format(case: str) -> tuple[str | None, bool, str | None]:
-    """(format, 2:4 sparse, accumulator) whose dense peak bounds a case: 'f16' for mma_f16_f32 and wgmma_f16_ss,
+    """(format, 2:4 sparse, accumulator) whose dense peak bounds a case: 'f16' for mma_f16_f32 and wgmma_f16_f32_ss,
     ('f16', True, 'f32') for mma_sp_f16_f32, the kind for the block-scaled cases (f8f6f4, mxf4nvf4), None for the
     ldmatrix-only cases."""
     parts = case.split("_")
@@ -37,8 +37,9 @@ def tensor_format(case: str) -> tuple[str | None, bool, str | None]:
         return parts[1], False, parts[2]
     if case.startswith(("f8f6f4", "mxf")):
         return parts[0], False, "f32"
-    if case.startswith("wgmma_"):
-        return parts[1], False, "f32"
+    if case.startswith("wgmma_"):  # wgmma_[sp_]<a>[x<b>]_<accumulator>_<ss|rs>: A's format bounds it
+        sparse = parts[1] == "sp"
+        return parts[1 + sparse].split("x")[0], sparse, parts[-2]
     return None, False, None
 
 

@@ -12,7 +12,7 @@ import pandas as pd
 from smdissect import archs, charts, evidence, markup, stats
 from smdissect.tables import point_text
 
-TENSOR_OPS = ("HMMA", "IMMA", "BMMA", "DMMA", "QMMA", "OMMA", "HGMMA")
+TENSOR_OPS = ("HMMA", "IMMA", "BMMA", "DMMA", "QMMA", "OMMA", "HGMMA", "QGMMA", "IGMMA", "BGMMA")
 # The figures of the per-format table, in the order each case shows them.
 FORMAT_METRICS = ("latency", "issue_interval", "throughput", "flops", "pct_of_peak", "tflops", "smem_bytes")
 GAP_MMA = "mma_f16_f32"
@@ -149,7 +149,8 @@ def _wgmma_chart(raw: pd.DataFrame) -> str:
         alt.Chart(data)
         .mark_line(point=True)
         .encode(x=alt.X("n:Q", title="N"), y=alt.Y("value:Q", title="FLOP/cycle/SM"), color="series:N")
-        .facet(column="case:N")
+        .properties(width=160, height=120)
+        .facet(facet="case:N", columns=4)
     )
     return charts.svg(chart)
 
