@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import ARCHS, ROOT, assert_profile_budget, assert_sass_claims, listing, raw_frame
-from smdissect import catalog, figures, markup, sass, tables
+from smdissect import archs, catalog, device, figures, markup, ncu, parse, sass, tables
 from smdissect.checks import judge
 from smdissect.derived import async_ as derived
 from smdissect.tables import canonical_params
@@ -45,6 +45,7 @@ def test_family_lists_its_cases_and_its_sass_holds(
         ("costs", ["--case", "nope"]),
         ("stream", ["--param", "ctas=x"]),
         ("latency", ["--case", "bulk_latency", "--param", "bytes=1"]),
+        ("tma_modes", ["--case", "multicast_depth", "--param", "cluster=3"]),
     ],
 )
 def test_bad_parameters_fail_with_one_line(
@@ -87,8 +88,56 @@ def test_elect_is_one_per_step_inside_its_timed_loops(compiled: Callable[[str, s
         assert sass.count(c, "SHF") == sass.count(c, "LOP3") == 1, c  # the chain: shift, then xor into the counter
 
 
+TMA_MODES = catalog.families(CASES)["tma_modes"]
+MULTICAST = {"multicast_depth", "multicast_latency"}  # the cases of .multicast::cluster copies
+# the one copy each tma_modes case times (tensor_store_issue: by its op), as ptxas 13.0 spells it on sm_90a and sm_100a
+COPY = {
+    "multicast_depth": "UTMALDG.2D.MULTICAST",
+    "multicast_unicast_depth": "UTMALDG.2D",
+    "multicast_latency": "UTMALDG.2D.MULTICAST",
+    "tensor_store_depth": "UTMASTG.2D",
+    "tensor_reduce_depth": "UTMAREDG.2D.ADD",
+    "im2col_depth": "UTMALDG.3D.IM2COL",
+    "im2col_latency": "UTMALDG.3D.IM2COL",
+}
+ISSUE_COPY = {0: "UTMASTG.2D", 1: "UTMAREDG.2D.ADD"}
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
+def test_each_tma_mode_times_its_own_copy_and_no_other(compiled: Callable[[str, str, str], Path], arch: str) -> None:
+    binary = compiled(arch, "async", "tma_modes")
+    code = sass.code(sass.dump(binary, arch))
+    for case_id, kernels in listing(binary).items():
+        for k in kernels:
+            loop = sass.loop_opcodes(code[k["symbol"]])
+            copies = Counter({op: n for op, n in loop.items() if op.startswith("UTMA") and op != "UTMACMDFLUSH"})
+            want = COPY.get(case_id) or ISSUE_COPY[k["params"]["op"]]
+            assert copies == Counter({want: k["ops"]}), (case_id, k["symbol"], copies)
+            assert sass.count(loop, "UTMACMDFLUSH") == (k["ops"] if want.startswith(("UTMASTG", "UTMAREDG")) else 0)
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_89", "sm_120a"])
+def test_tma_modes_are_static_rows_where_the_arch_lacks_the_copy(
+    compiled: Callable[[str, str, str], Path], arch: str
+) -> None:
+    binary = compiled(arch, "async", "tma_modes")
+    counts = sass.opcodes(sass.dump(binary, arch))
+    for case in TMA_MODES:
+        why = case.unsupported(arch)
+        if arch == "sm_120a":
+            assert (why == "sm_120a lacks tma_multicast") == (case.id in MULTICAST), (case.id, why)
+        else:
+            assert why == f"needs sm_90 or newer, {arch} is older", (case.id, why)
+        if why is None:
+            continue
+        for k in listing(binary)[case.id]:  # compiled out: a trap, neither the copy nor sm_120a's syscall emulation
+            ops = counts[k["symbol"]]
+            assert sass.count(ops, "BPT.TRAP") >= 1 and sass.count(ops, "CALL.ABS.NOINC") == 0, (case.id, ops)
+            assert not [op for op in ops if op.startswith(("UTMA", "UBLKCP"))], (case.id, ops)
+
+
 DEPTH = {1: 900.0, 2: 1700.0, 4: 3000.0, 8: 3900.0, 16: 4150.0, 32: 4250.0}
-BANDWIDTH = [c for c in CASES if list(c.measures) == ["bandwidth"] and c.id != "bulk_l2_hint"]
+BANDWIDTH = [c for c in CASES if c.family == "stream" and c.id != "bulk_l2_hint"]
 
 
 def test_streams_are_bounded_by_dram_and_must_level_off_along_their_sweeps() -> None:
@@ -120,6 +169,27 @@ def test_levels_of_footprints() -> None:
     assert [derived.level("cp_async_ca_latency", kb) for kb in (16, 4096, 1048576)] == ["L1", "L2", "DRAM"]
     assert derived.level("cp_async_cg_latency", 16) == "L2"  # .cg and the bulk-copy engine bypass the L1
     assert derived.level("bulk_latency", 16) == "L2"
+
+
+def test_multicast_over_unicast_per_cluster_size() -> None:
+    def curve(case: str, cluster: int, best: float) -> list[tuple[str, dict[str, int], str, list[float]]]:
+        return [
+            (case, {"bytes": 8192, "cluster": cluster, "outstanding": o}, "bandwidth", [best * o / 16, best * o / 16])
+            for o in (4, 8, 16)
+        ]
+
+    rows = curve("multicast_depth", 2, 9000.0) + curve("multicast_depth", 4, 16000.0)
+    rows += curve("multicast_unicast_depth", 2, 6000.0) + curve("multicast_unicast_depth", 4, 6400.0)
+    found = {f.name: f for f in derived.multicast(with_units(rows), {})}
+    assert sorted(found) == [f"multicast_depth best / unicast best, cluster={c}" for c in (2, 4)]
+    four = found["multicast_depth best / unicast best, cluster=4"]
+    assert four.value == pytest.approx(2.5) and four.unit == "ratio"
+    assert four.params == canonical_params({"bytes": 8192, "cluster": 4, "outstanding": 16})
+    assert found["multicast_depth best / unicast best, cluster=2"].value == pytest.approx(1.5)
+    alone = [r for r in rows if not (r[0] == "multicast_unicast_depth" and r[1]["cluster"] == 4)]
+    assert [f.name for f in derived.multicast(with_units(alone), {})] == [
+        "multicast_depth best / unicast best, cluster=2"
+    ]  # no unicast stream at cluster 4: no ratio there
 
 
 ELECT = {"step": [31.0, 31.0], "control": [22.0, 21.8], "cost": [9.0, 9.2]}  # the one point's metrics, in cycles
@@ -291,3 +361,86 @@ def test_bulk_streams_near_ldg(compiled: Callable[[str, str, str], Path]) -> Non
     assert b["expect"]["dram__bytes_read.sum"] == (4 << 30) // step * step
     # On the H200 one CTA per SM (bulk_depth) reached 0.49 of LDG; 264 CTAs x 16 copies in flight reached 0.90.
     assert 0.85 < b["value"] / g["value"] < 1.2
+
+
+def tma_modes(compiled: Callable[[str, str, str], Path], *args: str) -> list[dict]:
+    """The records of one run of the tma_modes binary (sm_90a, as the other GPU tests here)."""
+    binary = compiled("sm_90a", "async", "tma_modes")
+    out = subprocess.run([str(binary), "--repeats", "3", *args], capture_output=True, text=True, check=True).stdout
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def dram_peak() -> float:
+    found = device.query(0)
+    assert not isinstance(found, str), found
+    peak = archs.dram_peak_gbs(found.name)
+    assert peak, f"no datasheet DRAM bandwidth for {found.name} in smdissect.archs"
+    return peak
+
+
+@pytest.mark.gpu
+def test_tma_mode_streams_stay_under_dram(compiled: Callable[[str, str, str], Path]) -> None:
+    peak = dram_peak()
+    store, im2col = (
+        tma_modes(compiled, "--case", case, "--param", "outstanding=16", "--param", f"bytes={b}")[0]
+        for case, b in (("tensor_store_depth", 4096), ("im2col_depth", 4096))
+    )
+    reduction = ["--case", "tensor_reduce_depth", "--param", "dtype=0", "--param", "outstanding=32"]
+    (reduce,) = tma_modes(compiled, *reduction, "--param", "bytes=4096")
+    assert 0.3 * peak < store["value"] < 1.05 * peak and 0.3 * peak < im2col["value"] < 1.05 * peak, (store, im2col)
+    # a reduction reads each element from DRAM and writes it back (all but the last L2 of the window of 4 L2s)
+    assert 0 < reduce["value"] < 1.05 * peak / 1.75, reduce
+
+
+@pytest.mark.gpu
+def test_multicast_lands_in_every_cta_and_reads_the_l2_once_per_cluster(
+    compiled: Callable[[str, str, str], Path], tmp_path: Path
+) -> None:
+    found = device.query(0)
+    assert not isinstance(found, str), found
+    binary = compiled("sm_90a", "async", "tma_modes")
+    point = ["--param", "cluster=4", "--param", "outstanding=8", "--param", "bytes=8192"]
+    args = [str(binary), "--case", "multicast_depth", "--case", "multicast_unicast_depth", *point, "--repeats", "1"]
+    out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    records = {r["case"]: r for r in map(json.loads, out.splitlines())}
+    peak = dram_peak()
+    for record in records.values():  # bytes landed: 4 x the bytes read, which DRAM bounds
+        assert 0 < record["value"] / 4 < 1.05 * peak, record
+    report = tmp_path / "multicast.ncu-rep"
+    names = ncu.available(found.chip)
+    metrics = [ncu.spelled(m, names) for m in ("dram__bytes_read.sum", "lts__t_sectors_srcunit_tex_op_read.sum")]
+    ncu.profile("ncu", [m for m in metrics if m], report, args, timeout=300)
+    counted = {(r["case"], r["metric"]): r["value"] for r in parse.metric_rows(report, found.chip)}
+    window = records["multicast_depth"]["expect"]["dram__bytes_read.sum"]
+    for case in records:  # DRAM once per cluster either way: the L2 keeps a tile between its CTAs' unicast reads
+        assert counted[case, "dram__bytes_read.sum"] == pytest.approx(window, rel=0.1), case
+    sectors = {case: counted[case, "lts__t_sectors_srcunit_tex_op_read.sum"] * 32 / window for case in records}
+    assert sectors["multicast_depth"] == pytest.approx(1, rel=0.1), sectors  # one L2 read per tile and cluster
+    assert sectors["multicast_unicast_depth"] == pytest.approx(4, rel=0.1), sectors  # one per CTA
+
+
+@pytest.mark.gpu
+def test_multicast_and_im2col_chases_are_steady_and_no_faster_than_a_tiled_copy(
+    compiled: Callable[[str, str, str], Path],
+) -> None:
+    point = ["--param", "bytes=4096", "--param", "footprint_kb=4096"]
+    (multicast,) = tma_modes(compiled, "--case", "multicast_latency", "--param", "cluster=2", *point)
+    (im2col,) = tma_modes(compiled, "--case", "im2col_latency", *point)
+    binary = compiled("sm_90a", "async", "latency")
+    out = subprocess.run(
+        [str(binary), "--case", "tensor_latency", *point, "--repeats", "3"], capture_output=True, text=True, check=True
+    ).stdout
+    (tiled,) = [json.loads(line) for line in out.splitlines()]
+    for record in (multicast, im2col):  # the same 4 KB from the L2, one more step of work at most
+        assert 0.9 * tiled["value"] < record["value"] < 5000, (record, tiled)
+        assert max(record["samples"]) - min(record["samples"]) < 0.05 * record["value"], record
+
+
+@pytest.mark.gpu
+def test_store_issue_rate_is_under_one_copy_per_three_cycles(compiled: Callable[[str, str, str], Path]) -> None:
+    for op in (0, 1):
+        point = ["--param", f"op={op}", "--param", "outstanding=32", "--param", "bytes=1024"]
+        (record,) = tma_modes(compiled, "--case", "tensor_store_issue", *point)
+        # one thread issues each copy as three instructions (copy, commit, wait): at most one per three cycles
+        assert 0 < record["value"] <= 1 / 3, record
+        assert record["unit"] == "copy/cycle/SM" and record["metric"] == "issue", record

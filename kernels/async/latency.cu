@@ -2,10 +2,6 @@
 // (each copy brings a slot whose first word is the next slot's index into shared memory, the thread waits for
 // it and reads the index). Ops: cp.async.ca 4/8/16 B and cp.async.cg 16 B (+ commit, wait_group 0), the 1D bulk
 // copy and the 2D tensor copy (mbarrier expect_tx + try_wait.parity). Latency is the slope between n and 2n steps.
-#include <algorithm>
-#include <numeric>
-#include <random>
-
 #include "async.cuh"
 
 constexpr int kSteps = 256;   // timed steps of the short phase (a multiple of kUnroll)
@@ -96,36 +92,6 @@ __global__ void __launch_bounds__(1024) chase_kernel(const __grid_constant__ CUt
   *a.cursor = idx ^ (acc == 0x9e3779b9u);  // the warm reads stay live; the xor is 0 for any real buffer
 }
 
-__global__ void scatter(uint8_t* base, const uint32_t* next, long slots, long slot) {
-  for (long k = blockIdx.x * long(blockDim.x) + threadIdx.x; k < slots; k += long(gridDim.x) * blockDim.x)
-    *reinterpret_cast<uint32_t*>(base + k * slot) = next[k];
-}
-
-// A random single cycle (Sattolo, fixed seed) over the footprint's slots, written into device memory.
-struct Chain {
-  uint8_t* base = nullptr;
-  long bytes = 0, slot = 0, slots = 0;
-  Chain(long footprint, long slot_bytes) : bytes(footprint), slot(slot_bytes), slots(footprint / slot_bytes) {
-    if (slots < 2) smd::fail("the footprint must hold at least two slots", 2);
-    std::vector<uint32_t> order(slots), next(slots);
-    std::iota(order.begin(), order.end(), 0u);
-    std::mt19937_64 rng(12345);
-    for (long i = slots - 1; i > 0; --i) std::swap(order[i], order[std::uniform_int_distribution<long>(0, i - 1)(rng)]);
-    for (long i = 0; i < slots; ++i) next[order[i]] = order[(i + 1) % slots];
-    uint32_t* dnext = nullptr;
-    SMD_CHECK(cudaMalloc(&base, bytes));
-    SMD_CHECK(cudaMalloc(&dnext, slots * sizeof(uint32_t)));
-    SMD_CHECK(cudaMemcpy(dnext, next.data(), slots * sizeof(uint32_t), cudaMemcpyHostToDevice));
-    scatter<<<1024, 256>>>(base, dnext, slots, slot);
-    SMD_CHECK(cudaGetLastError());
-    SMD_CHECK(cudaDeviceSynchronize());
-    SMD_CHECK(cudaFree(dnext));
-  }
-  Chain(const Chain&) = delete;
-  Chain& operator=(const Chain&) = delete;
-  ~Chain() { cudaFree(base); }
-};
-
 // Sweep: footprint_kb and bytes per copy. Slots are max(bytes, 128 B) apart (1 KB rows for the tensor map); a
 // footprint of at most half the L2 is read by the CTA first and chased warm (L2, or L1 for cp.async.ca); a larger
 // one is chased from DRAM, the cursor carried over so no launch revisits the slots of the last.
@@ -138,7 +104,7 @@ void run_chase(const std::string& id, const std::map<std::string, long>& point, 
     smd::fail("bytes must be a multiple of " + std::to_string(TENSOR ? as::kRowBytes : 16) + " up to 16384", 2);
   const long slot = std::max<long>(bytes, TENSOR ? as::kRowBytes : 128);
   if (kb < 1 || kb * 1024 / slot < 2) smd::fail("footprint_kb must hold at least two slots of " + std::to_string(slot) + " B", 2);
-  Chain chain(kb * 1024, slot);
+  as::Chain chain(kb * 1024, slot);
   const bool warm = chain.bytes <= as::l2_bytes() / 2;
   const CUtensorMap map = TENSOR ? as::tensor_map(chain.base, chain.bytes, int(bytes / as::kRowBytes)) : CUtensorMap{};
   uint32_t* cursor;

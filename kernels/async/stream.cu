@@ -107,11 +107,6 @@ __global__ void __launch_bounds__(kThreads) ldgsts_stream(const uint4* src, long
   smd::add_block_sum(acc, sum);
 }
 
-__global__ void fill_kernel(uint32_t* words, long n) {
-  for (long w = blockIdx.x * long(blockDim.x) + threadIdx.x; w < n; w += long(gridDim.x) * blockDim.x)
-    words[w] = uint32_t(w);
-}
-
 // Sum of words [first, first + n) of the buffer modulo 2^32.
 uint32_t window_sum(long first, long n) {
   const unsigned __int128 a = uint64_t(first), m = uint64_t(n);
@@ -130,7 +125,7 @@ Buffer& buffer() {
   if (cudaMalloc(&b.data, kBufferBytes) != cudaSuccess)
     smd::fail("cannot allocate the " + std::to_string(kBufferBytes >> 30) + " GiB streaming buffer");
   SMD_CHECK(cudaMalloc(&b.sum, sizeof(unsigned)));
-  fill_kernel<<<1024, 256>>>(reinterpret_cast<uint32_t*>(b.data), kBufferBytes / 4);
+  as::fill_index<<<1024, 256>>>(reinterpret_cast<uint32_t*>(b.data), kBufferBytes / 4);
   SMD_CHECK(cudaGetLastError());
   SMD_CHECK(cudaDeviceSynchronize());
   return b;

@@ -1,8 +1,10 @@
 // Shared pieces of the cluster category: cluster special registers, barrier.cluster, mapa and
 // shared::cluster loads/stores (PTX spelled as in CUTLASS's cute/arch/cluster_sm90.hpp), the two-count
-// slope of a timed loop, and a cluster launch (cudaLaunchKernelEx + cudaLaunchAttributeClusterDimension).
+// slope of a timed loop, a cluster launch (cudaLaunchKernelEx + cudaLaunchAttributeClusterDimension) and the
+// shared memory that keeps one CTA per SM. The async category's multicast cases include it too.
 // The cluster helpers compile to a trap on archs without clusters (SMD_HAS(cluster)), where their cases are static.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -175,6 +177,15 @@ std::string refusal(void (*kernel)(Params...), int cluster, int threads, size_t 
   }
   if (active == 0) return "no cluster of " + std::to_string(cluster) + " CTAs fits on this GPU (max active clusters 0)";
   return "";
+}
+
+// Dynamic shared memory per CTA that keeps one CTA per SM: more than half of an SM's (at least `need` bytes).
+inline size_t one_per_sm(size_t need) {
+  int dev = 0, optin = 0, per_sm = 0;
+  SMD_CHECK(cudaGetDevice(&dev));
+  SMD_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  SMD_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
+  return std::max(need, size_t(std::min(optin, per_sm / 2 + 1024)));
 }
 
 // --list entry of one kernel.

@@ -62,15 +62,6 @@ __global__ void chase_kernel(cl::Slope* out, uint32_t* end, unsigned* smids) {
   cl::sync();
 }
 
-// Shared memory per CTA that keeps one CTA per SM: more than half of an SM's (at least `need` bytes).
-size_t one_per_sm(size_t need) {
-  int dev = 0, optin = 0, per_sm = 0;
-  SMD_CHECK(cudaGetDevice(&dev));
-  SMD_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  SMD_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
-  return std::max(need, size_t(std::min(optin, per_sm / 2 + 1024)));
-}
-
 // The CTAs of the launched cluster ran on `cluster` distinct SMs, or one line says they did not.
 void check_distinct(const unsigned* dsmids, int cluster) {
   std::vector<unsigned> smids(cluster);
@@ -84,7 +75,7 @@ template <int TARGET>
 void run_chase(const std::string& id, const std::map<std::string, long>& point, int repeats) {
   const int cluster = cl::cluster_param(point);
   if (TARGET == kPeer && cluster < 2) smd::fail("a peer chase needs cluster >= 2", 2);
-  const size_t smem = one_per_sm(kSlots * 4);
+  const size_t smem = cl::one_per_sm(kSlots * 4);
   if (const std::string why = cl::refusal(chase_kernel<TARGET>, cluster, 32, smem); !why.empty())
     return smd::static_point(id, point, why);
   cl::Slope* dout;
@@ -222,7 +213,7 @@ void run_stream(const std::string& id, const std::map<std::string, long>& point,
   const int cluster = cl::cluster_param(point);
   if (TARGET == kPeer && cluster < 2) smd::fail("streaming to a peer needs cluster >= 2", 2);
   auto* kernel = stream_kernel<OP, TARGET>;
-  const size_t smem = one_per_sm(kVec * 16);
+  const size_t smem = cl::one_per_sm(kVec * 16);
   if (const std::string why = cl::refusal(kernel, cluster, kStreamThreads, smem); !why.empty())
     return smd::static_point(id, point, why);
   smd::Stamp* dstamps;

@@ -1,7 +1,8 @@
 """Figures the async category derives over several points: the best TMA bulk, tensor and cp.async streams against the
 best LDG.128 stream of the same run, the first copies in flight / CTA count that reaches 90% of a curve's best, the
-L2 hint effect (each policy's re-read over no hint) and the per-KB cost of one bulk / tensor copy (the slope of the
-dependent latency over the copy size, at L2 and at DRAM). `async` is a Python keyword: this module is `async_`,
+L2 hint effect (each policy's re-read over no hint), the per-KB cost of one bulk / tensor copy (the slope of the
+dependent latency over the copy size, at L2 and at DRAM) and each cluster size's best multicast stream over its best
+unicast stream. `async` is a Python keyword: this module is `async_`,
 registered as "async"."""
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ STREAMS = {
     "cp.async": ("cp_async_stream",),
 }
 SLOPES = {"bulk_latency": "bulk", "tensor_latency": "tensor"}
+MULTICAST = ("multicast_depth", "multicast_unicast_depth")  # the same clusters and tiles, multicast and unicast
 L1_KB = 256  # cp.async.ca chases footprints up to this from the L1 (.cg and the bulk-copy engine go to the L2)
 L2_WARM_KB = 32768  # the latency kernels chase footprints up to half the L2 warm (read first): L2; above it, DRAM
 
@@ -36,10 +38,12 @@ def level(case: str, footprint_kb: float) -> str:
     return "L2" if footprint_kb <= L2_WARM_KB else "DRAM"
 
 
-def _best(raw: pd.DataFrame, cases: tuple[str, ...], metric: str = "bandwidth") -> tuple[str, str, np.ndarray] | None:
-    """(case, params, samples) of the highest median over the points of `cases`."""
+def _best(
+    raw: pd.DataFrame, cases: tuple[str, ...], metric: str = "bandwidth", at: dict[str, int] | None = None
+) -> tuple[str, str, np.ndarray] | None:
+    """(case, params, samples) of the highest median over the points of `cases` (those with the axis values `at`)."""
     found = [(c, p, s.samples(raw, c, metric, p)) for c in cases for p in s.params_of(raw, c, metric)]
-    found = [f for f in found if len(f[2])]
+    found = [f for f in found if len(f[2]) and (at or {}).items() <= parse_params(f[1]).items()]
     return max(found, key=lambda f: float(np.median(f[2]))) if found else None
 
 
@@ -227,4 +231,32 @@ def slopes(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
     return s.keep(out)
 
 
-figures = s.of_parts(versus_ldg, knees, hints, slopes)  # every derived figure of the async category
+def multicast(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
+    """Each cluster size's best multicast stream (bytes landed in every CTA) over its best unicast stream."""
+    out = []
+    clusters = {parse_params(p).get("cluster") for p in s.params_of(raw, MULTICAST[0], "bandwidth")} - {None}
+    for cluster in sorted(clusters):
+        found = [_best(raw, (case,), at={"cluster": cluster}) for case in MULTICAST]
+        if None in found:
+            continue
+        (case, params, mine), (_, theirs, unicast) = found
+        out.append(
+            s.make(
+                case,
+                "vs_unicast",
+                "ratio",
+                f"multicast_depth best / unicast best, cluster={cluster}",
+                lambda a, b: a / b,
+                [mine, unicast],
+                f"best multicast_depth point{s.at(params)} ({np.median(mine):.0f} GB/s landed, median of {len(mine)}) "
+                f"over the best multicast_unicast_depth point{s.at(theirs)} ({np.median(unicast):.0f} GB/s, median of "
+                f"{len(unicast)}): the same clusters, tiles and window, each tile read from the L2 once per cluster "
+                "against once per CTA",
+                [params],
+                methods.get(case, ""),
+            )
+        )
+    return s.keep(out)
+
+
+figures = s.of_parts(versus_ldg, knees, hints, slopes, multicast)  # every derived figure of the async category
