@@ -1,32 +1,42 @@
 """The gemm category: both CUTLASS families compile for sm_90a and sm_120a, their listing and SASS match the manifest
 (TMA + wgmma on sm_90a, the block-scaled NVFP4 MMA on sm_120a), bad parameters fail in one line, and the report
-view turns real-shaped tables into its sections."""
+view turns real-shaped tables into its sections. The torch_gemm script (PyTorch's GEMM per tensor format) lists
+without torch, agrees with its manifest entries, fails bad parameters in one line, and its records give one figure
+per point at the SM clock NVML read; on a GPU each case runs, checked, under the datasheet peak of its format."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import math
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import pandas as pd
 import pytest
-from conftest import ARCHS, ROOT, assert_sass_claims
-from smdissect import archs, catalog, figures, markup, sass, tables
+from conftest import ARCHS, ROOT, assert_sass_claims, listing
+from smdissect import archs, catalog, device, figures, markup, protocol, run, sass, tables
 from smdissect.checks import judge
 from smdissect.views import gemm as view
 
 CASES = catalog.load(ROOT / "kernels", "gemm")
 FAMILIES = sorted(catalog.families(CASES))
-# The kernel each family measures, and the opcodes that prove its path on the arch it is built for.
+# The kernel each CUTLASS family measures, and the opcodes that prove its path on the arch it is built for.
 PATHS = {
     "cutlass_sm90": ("sm_90a", "cutlass_gemm_bf16", ("HGMMA", "UTMALDG", "WARPGROUP.ARRIVE")),
     "cutlass_sm120": ("sm_120a", "cutlass_gemm_nvfp4", ("OMMA.SF", "UTMALDG")),
 }
+TORCH_GEMM = ROOT / "kernels" / "gemm" / "torch_gemm.py"
+TORCH_CASES = {c.id: c for c in catalog.families(CASES)["torch_gemm"]}
 
 
 def test_profiled_launches_stay_within_the_ncu_budget() -> None:
     for case in CASES:
+        if not catalog.family_settings(ROOT / "kernels", "gemm", case.family)["profile"]:
+            continue
         assert [set(s) for s in case.profiled_sweeps()] == [set(case.sweep)], case.id
         assert len(case.profiled_points()) == 1, case.id
 
@@ -39,7 +49,7 @@ def test_family_lists_its_cases_and_its_sass_holds(
     assert_sass_claims(compiled(arch, "gemm", family), arch, catalog.families(CASES)[family])
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", sorted(PATHS))
 def test_each_path_is_real_on_its_arch_and_empty_on_the_other(
     compiled: Callable[[str, str, str], Path], family: str
 ) -> None:
@@ -272,3 +282,105 @@ def test_cutlass_matches_cublas_and_reaches_the_tensor_cores(compiled: Callable[
     assert 300 < records["tflops_cutlass"]["value"] < 989.4 * 1980 / 1830
     assert 0.5 < records["ratio_to_cublas"]["value"] < 2
     assert records["tflops_cutlass"]["expect"]["sm__inst_executed_pipe_tensor_op_gmma.sum"] == 4096**3 / 65536
+
+
+@pytest.fixture(scope="module")
+def script() -> ModuleType:
+    """kernels/gemm/torch_gemm.py as a module: its formats (it imports torch only to run)."""
+    spec = importlib.util.spec_from_file_location("torch_gemm", TORCH_GEMM)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_torch_gemm_lists_its_formats_without_torch() -> None:
+    text = TORCH_GEMM.read_text()
+    assert text.startswith("#!/usr/bin/env python3\n") and "\nimport torch" not in text
+    assert listing([sys.executable, str(TORCH_GEMM)]) == {case: [] for case in TORCH_CASES}
+
+
+def test_torch_gemm_cases_name_their_format_peak_and_requirement(script: ModuleType) -> None:
+    assert set(script.FORMATS) == set(TORCH_CASES)
+    assert not catalog.family_settings(ROOT / "kernels", "gemm", "torch_gemm")["profile"]
+    for case in TORCH_CASES.values():
+        fmt = script.FORMATS[case.id]
+        assert case.peak == f"tensor:{case.id.removeprefix('torch_gemm_')}", case.id
+        assert archs.tensor_peak("sm_90a", case.peak.removeprefix("tensor:"), gpu="NVIDIA H200"), case.id
+        assert case.features == ((fmt.feature,) if fmt.feature else ()), case.id  # the script checks what requires says
+        assert (fmt.unit == "TOPS") == (case.id == "torch_gemm_s8"), case.id
+        assert case.kind == "timed" and case.unprofiled and case.explain["sass"] and not case.sass_expect, case.id
+        assert case.figures == {"tflops": "each", "flops": "peak", "ms": "none", "max_rel_err": "none"}, case.id
+        assert all(n >= script.CHECKED_ROWS and n % script.ALIGN == 0 for n in case.sweep["mn"]), case.id
+    fp8 = TORCH_CASES["torch_gemm_e4m3"]
+    assert fp8.unsupported("sm_80") == "sm_80 lacks fp8"  # a static row with the reason there
+    assert fp8.unsupported("sm_89") is None and fp8.unsupported("sm_90a") is None and fp8.unsupported("sm_120a") is None
+    others = [c for c in TORCH_CASES.values() if c is not fp8]
+    assert all(c.unsupported(arch) is None for c in others for arch in archs.CHECKED_ARCHS)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ("--case torch_gemm_bf16 --param mn=x", "is not a list of integers"),
+        ("--case torch_gemm_bf16 --param mn=4100", "a multiple of 16"),
+        ("--case torch_gemm_e4m3 --param mn=32", "mn >= 64"),
+        ("--case torch_gemm_s8", "missing --param mn"),
+        ("--case torch_gemm_fp4 --param mn=4096", "unknown case 'torch_gemm_fp4'"),
+    ],
+)
+def test_torch_gemm_bad_parameters_fail_with_one_line(args: str, message: str) -> None:
+    proc = subprocess.run([sys.executable, str(TORCH_GEMM), *args.split()], capture_output=True, text=True)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr
+
+
+def test_torch_gemm_records_give_a_figure_per_point_at_the_nvml_clock(capsys: pytest.CaptureFixture[str]) -> None:
+    # (case, mn, ms per call, unit, SM clock NVML read after the calls), emitted as torch_gemm.py emits them
+    calls = [
+        ("torch_gemm_bf16", 4096, 0.25, "TFLOPS", 1980.0),
+        ("torch_gemm_bf16", 8192, 1.6, "TFLOPS", 1755.0),
+        ("torch_gemm_s8", 16384, 9.0, "TOPS", 1605.0),
+    ]
+    for case, mn, ms, unit, mhz in calls:
+        protocol.emit(case, {"mn": mn}, "tflops", unit, [2 * mn**3 / (ms * 1e-3) / 1e12] * 3, "torch", mhz)
+        protocol.emit(case, {"mn": mn}, "ms", "ms", [ms] * 3, "torch", mhz)
+        protocol.emit(case, {"mn": mn}, "max_rel_err", "fraction", [0.002], "torch")
+    records = protocol.read(capsys.readouterr().out, "torch_gemm")
+    base = {"gpu": "NVIDIA H200", "arch": "sm_90a", "category": "gemm", "family": "torch_gemm"}
+    found = judged(tables.frame("raw", run.sample_rows(records, base))).values()
+    rates = {(f.case, f.params): f for f in found if f.metric == "tflops"}
+    assert sorted(rates) == [("torch_gemm_bf16", '{"mn":4096}'), ("torch_gemm_bf16", '{"mn":8192}'),
+                             ("torch_gemm_s8", '{"mn":16384}')]  # fmt: skip
+    bf16 = rates[("torch_gemm_bf16", '{"mn":8192}')]
+    assert bf16.value == pytest.approx(2 * 8192**3 / 1.6e-3 / 1e12) and bf16.clock_mhz == 1755.0
+    s8 = rates[("torch_gemm_s8", '{"mn":16384}')]
+    assert s8.unit == "TOPS" and s8.clock_mhz == 1605.0
+    assert not [f for f in found if f.metric in ("ms", "max_rel_err")]  # the same measurement, no figure of its own
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch: pip install -e '.[torch]'")
+@pytest.mark.parametrize("case_id", sorted(TORCH_CASES))
+def test_torch_gemm_runs_checked_under_the_datasheet_peak(script: ModuleType, case_id: str) -> None:
+    gpu, case, fmt = device.query(0), TORCH_CASES[case_id], script.FORMATS[case_id]
+    mn = min(case.sweep["mn"])
+    args = [sys.executable, str(TORCH_GEMM), "--case", case_id, "--param", f"mn={mn}", "--repeats", "3"]
+    proc = subprocess.run(args, capture_output=True, text=True)
+    if case.unsupported(gpu.arch):  # the script refuses in one line what the manifest keeps static
+        assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert f"needs a GPU with {fmt.feature}" in proc.stderr
+        return
+    assert proc.returncode == 0, proc.stderr
+    records = {r["metric"]: r for r in protocol.read(proc.stdout, case_id)}
+    assert records["max_rel_err"]["value"] <= fmt.tolerance  # the output check passed
+    rate, ms = records["tflops"], records["ms"]
+    assert rate["unit"] == fmt.unit and rate["value"] == pytest.approx(2 * mn**3 / (ms["value"] * 1e-3) / 1e12)
+    assert rate["clock_mhz"] > 0  # NVML's SM clock, read after each timed call
+    per_sm = records["flops"]  # the same rate per SM and cycle at that clock
+    assert per_sm["value"] == pytest.approx(rate["value"] * 1e12 / (gpu.sm_count * rate["clock_mhz"] * 1e6), rel=0.01)
+    per_cycle = archs.tensor_peak(gpu.arch, case.peak.removeprefix("tensor:"), gpu=gpu.name)
+    model = archs.gpu_model(gpu.name)
+    mhz = max(rate["clock_mhz"], (model.boost_mhz if model else None) or 0)  # the datasheet rate at the top clock
+    peak = per_cycle * gpu.sm_count * mhz * 1e6 / 1e12 if per_cycle else math.inf
+    assert min(rate["samples"]) > 0 and max(rate["samples"]) < peak, (rate["samples"], peak)

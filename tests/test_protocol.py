@@ -1,11 +1,14 @@
 """The protocol's version: the harness and smdissect.protocol write the same one in every JSON line, and the one
 reader (protocol.read, behind the run stage and the build's listing) refuses a line of another version or of none
-with one line naming both versions and the fix. No GPU needed."""
+with one line naming both versions and the fix; a Python family's timed calls each sit behind a GPU spin, with the
+SM clock read after each. No GPU needed."""
 
 from __future__ import annotations
 
 import json
+import math
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -92,3 +95,40 @@ def test_the_build_refuses_a_stale_listing(stale: tuple[Path, str]) -> None:
     with pytest.raises(SmdissectError) as err:
         build.list_kernels(binary)
     assert str(err.value) == line and "\n" not in line
+
+
+def fake_torch(log: list[str]) -> types.SimpleNamespace:
+    """torch as protocol.time_calls uses it, logging each step; every pair of events is 2 ms apart."""
+
+    class Event:
+        def __init__(self, enable_timing: bool) -> None:
+            assert enable_timing
+
+        def record(self) -> None:
+            log.append("event")
+
+        def synchronize(self) -> None:
+            log.append("sync")
+
+        def elapsed_time(self, end: Event) -> float:
+            return 2.0
+
+    push, pop = (lambda name: log.append(f"push {name}")), (lambda: log.append("pop"))
+    nvtx = types.SimpleNamespace(range_push=push, range_pop=pop)
+    props = types.SimpleNamespace(uuid=types.SimpleNamespace(bytes=list(range(16))))
+    cuda = types.SimpleNamespace(Event=Event, _sleep=lambda cycles: log.append(f"sleep {cycles}"), nvtx=nvtx,
+                                 current_device=lambda: 0, get_device_properties=lambda index: props)  # fmt: skip
+    return types.SimpleNamespace(cuda=cuda)
+
+
+def test_each_timed_call_waits_behind_a_spin_and_reads_the_clock_after(monkeypatch: pytest.MonkeyPatch) -> None:
+    log: list[str] = []
+    clocks = iter([1755.0, math.nan, 1740.0])  # NaN: NVML could not say, left out of the median
+    monkeypatch.setattr(protocol, "sm_clock_mhz", lambda uuid: log.append(f"clock {uuid}") or next(clocks))
+    ms, mhz = protocol.time_calls(fake_torch(log), lambda: log.append("call"), 3, "smd:x")
+    assert ms == [2.0] * 3 and mhz == 1747.5
+    one = [f"sleep {protocol.HOLD_CYCLES}", "push smd:x", "event", "call", "event", "pop", "sync"]
+    one.append("clock GPU-00010203-0405-0607-0809-0a0b0c0d0e0f")  # NVML's spelling of the device's UUID
+    assert log == ["call"] * protocol.WARM_CALLS + one * 3
+    monkeypatch.setattr(protocol, "sm_clock_mhz", lambda uuid: math.nan)
+    assert protocol.time_calls(fake_torch([]), lambda: None, 2, "smd:x")[1] == 0  # no clock read: 0, as before

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.machinery
 import json
+import math
 import multiprocessing
 import os
 import shutil
@@ -266,6 +267,34 @@ def test_snapshot_without_nvml() -> None:
     assert state["throttle"] == "" and state["processes"] == []
     assert state["sm_clock_mhz"] != state["sm_clock_mhz"] and state["mem_clock_mhz"] != state["mem_clock_mhz"]  # NaN
     assert device.uuids_like() == device.query(0)
+
+
+class FakeNvml:
+    """The driver's NVML as ctypes calls it: it writes through the pointers it is handed and returns a status."""
+
+    def __init__(self, status: int = 0) -> None:
+        self.status, self.asked = status, []
+
+    def nvmlDeviceGetHandleByUUID(self, uuid: bytes, handle: object) -> int:
+        self.asked.append(uuid)
+        handle._obj.value = 7
+        return self.status
+
+    def nvmlDeviceGetClockInfo(self, handle: object, clock: int, mhz: object) -> int:
+        self.asked.append((handle.value, clock))
+        mhz._obj.value = {1: 1755, 2: 2619}[clock]  # NVML_CLOCK_SM, NVML_CLOCK_MEM
+        return 0
+
+
+def test_clocks_are_read_through_the_drivers_nvml_without_pynvml(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # as on a GPU machine with torch but no pynvml
+    nvml = FakeNvml()
+    monkeypatch.setattr(device, "_libnvml", lambda: nvml)
+    assert device.sm_clock_mhz(UUIDS[1]) == 1755.0 and device.mem_clock_mhz(UUIDS[1]) == 2619.0
+    assert nvml.asked == [UUIDS[1].encode(), (7, 1), UUIDS[1].encode(), (7, 2)]
+    monkeypatch.setattr(device, "_libnvml", lambda: FakeNvml(status=13))  # NVML_ERROR_NOT_FOUND: no such GPU
+    assert math.isnan(device.sm_clock_mhz(UUIDS[1]))
+    assert device.nvml_uuid(bytes(range(16))) == "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f"
 
 
 @pytest.mark.gpu

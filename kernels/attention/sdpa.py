@@ -5,14 +5,10 @@ the benchmark binary protocol (smdissect.protocol); torch is imported only to ru
 from smdissect import protocol
 
 DTYPES = {0: "bfloat16", 1: "float16"}
-WARM_CALLS = 3
-# GPU cycles the stream spins before each timed call (~0.5 ms at 2 GHz): longer than the host takes to enqueue the
-# start event, the call (tens of microseconds of Python dispatch) and the end event
-HOLD_CYCLES = 1_000_000
 
 
 def torch_sdpa(case: str, point: protocol.Point, repeats: int, device: int) -> None:
-    """Time `repeats` SDPA calls, each alone in its NVTX range; TFLOPS = 4 bh seqlen^2 d / time."""
+    """Time `repeats` SDPA calls (protocol.time_calls) after checking one output; TFLOPS = 4 bh seqlen^2 d / time."""
     bh, seqlen, d, dtype = (protocol.param(point, k) for k in ("bh", "seqlen", "head_dim", "dtype"))
     if bh < 1 or seqlen < 1 or d not in (64, 128) or dtype not in DTYPES:
         protocol.fail(f"bh >= 1, seqlen >= 1, head_dim 64 or 128 and dtype 0 (bf16) or 1 (f16) wanted, got {point}", 2)
@@ -23,23 +19,12 @@ def torch_sdpa(case: str, point: protocol.Point, repeats: int, device: int) -> N
     sdpa = torch.nn.functional.scaled_dot_product_attention
     if not torch.isfinite(sdpa(q, k, v, is_causal=False)).all():
         protocol.fail(f"{case} {protocol.params_json(point)}: the output holds non-finite values")
-    for _ in range(WARM_CALLS):  # untimed: the first calls pick and load SDPA's kernels
-        sdpa(q, k, v, is_causal=False)
-    ms = []
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        # the GPU spins while the host enqueues the timed call, so the events time the GPU, not Python's dispatch
-        torch.cuda._sleep(HOLD_CYCLES)
-        torch.cuda.nvtx.range_push(protocol.range_name(case, point, "sdpa"))
-        start.record()
-        sdpa(q, k, v, is_causal=False)
-        end.record()
-        torch.cuda.nvtx.range_pop()
-        end.synchronize()
-        ms.append(start.elapsed_time(end))
+    ms, mhz = protocol.time_calls(
+        torch, lambda: sdpa(q, k, v, is_causal=False), repeats, protocol.range_name(case, point, "sdpa")
+    )
     flop = 4.0 * bh * seqlen * seqlen * d
-    protocol.emit(case, point, "tflops", "TFLOPS", [flop / (t * 1e-3) / 1e12 for t in ms], "sdpa")
-    protocol.emit(case, point, "ms", "ms", ms, "sdpa")
+    protocol.emit(case, point, "tflops", "TFLOPS", [flop / (t * 1e-3) / 1e12 for t in ms], "sdpa", mhz)
+    protocol.emit(case, point, "ms", "ms", ms, "sdpa", mhz)
 
 
 if __name__ == "__main__":

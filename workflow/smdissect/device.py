@@ -3,6 +3,7 @@ processes through NVML, always by UUID (NVML ignores CUDA_VISIBLE_DEVICES, CUDA 
 
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 import re
@@ -15,6 +16,8 @@ from .archs import ARCH_SPECIFIC, NCU_CHIPS
 from .errors import SmdissectError
 
 NVIDIA_PARAMS = Path("/proc/driver/nvidia/params")
+NVML_LIBRARY = "libnvidia-ml.so.1"  # the driver's NVML: clocks are read through it directly, with or without pynvml
+NVML_CLOCK = {"sm": 1, "mem": 2}  # nvml.h nvmlClockType_t: NVML_CLOCK_SM, NVML_CLOCK_MEM
 COUNTERS_FIX = (
     "run as root, or load the driver with NVreg_RestrictProfilingToAdminUsers=0 "
     "(see developer.nvidia.com/ERR_NVGPUCTRPERM)"
@@ -51,7 +54,8 @@ class Gpu:
         return NCU_CHIPS.get((major, minor), f"sm_{major}{minor}")
 
 
-def _cuda_uuid(raw: bytes) -> str:
+def nvml_uuid(raw: bytes) -> str:
+    """A CUDA device UUID's 16 bytes as NVML spells it: GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx."""
     h = raw.hex()
     return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
 
@@ -91,7 +95,7 @@ def query(index: int = 0) -> Gpu | str:
     _, uuid = cu.cuDeviceGetUuid(dev)
     _, version = cu.cuDriverGetVersion()
     driver = nvml_driver() or f"cuda-{version // 1000}.{version % 1000 // 10}"
-    return Gpu(index, name.split(b"\0")[0].decode(), _cuda_uuid(bytes(uuid.bytes)), (major, minor), driver, sms)
+    return Gpu(index, name.split(b"\0")[0].decode(), nvml_uuid(bytes(uuid.bytes)), (major, minor), driver, sms)
 
 
 def all_gpus() -> list[Gpu]:
@@ -132,22 +136,38 @@ def _nvml(uuid: str) -> Any:
     return pynvml, pynvml.nvmlDeviceGetHandleByUUID(uuid)
 
 
+@cache
+def _libnvml() -> ctypes.CDLL:
+    """The driver's NVML through ctypes, initialised once per process; OSError where it cannot load or start."""
+    lib = ctypes.CDLL(NVML_LIBRARY)
+    status = lib.nvmlInit_v2()
+    if status:
+        raise OSError(f"nvmlInit_v2 returned NVML error {status}")
+    return lib
+
+
 def _clock_mhz(uuid: str, clock: str) -> float:
+    """A current clock (NVML_CLOCK key) of the GPU with this UUID, read through the driver's NVML; NaN without it."""
     try:
-        pynvml, handle = _nvml(uuid)
-        return float(pynvml.nvmlDeviceGetClockInfo(handle, getattr(pynvml, clock)))
-    except Exception:
+        lib = _libnvml()
+    except OSError:
         return math.nan
+    handle, mhz = ctypes.c_void_p(), ctypes.c_uint()
+    if lib.nvmlDeviceGetHandleByUUID(uuid.encode(), ctypes.byref(handle)):
+        return math.nan
+    if lib.nvmlDeviceGetClockInfo(handle, NVML_CLOCK[clock], ctypes.byref(mhz)):
+        return math.nan
+    return float(mhz.value)
 
 
 def sm_clock_mhz(uuid: str) -> float:
     """Current SM clock of the GPU with this UUID (NVML maps by UUID, not by CUDA index); NaN without NVML."""
-    return _clock_mhz(uuid, "NVML_CLOCK_SM")
+    return _clock_mhz(uuid, "sm")
 
 
 def mem_clock_mhz(uuid: str) -> float:
     """Current memory clock of the GPU with this UUID; NaN without NVML."""
-    return _clock_mhz(uuid, "NVML_CLOCK_MEM")
+    return _clock_mhz(uuid, "mem")
 
 
 @cache

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
 
+from .device import nvml_uuid, sm_clock_mhz
 from .errors import SmdissectError
 
 # The protocol's version, the first field of every JSON line (records and --list); kernels/common/harness.cuh's
@@ -19,6 +20,10 @@ VERSION = 1
 Point = dict[str, int]
 Runner = Callable[[str, Point, int, int], None]
 WARM_MS = 200.0  # keep the GPU busy this long before timing, so it leaves its idle clock
+WARM_CALLS = 3  # untimed calls of a library's call before timing it: the first ones pick and load its kernels
+# GPU cycles the stream spins before each timed call (~0.5 ms at 2 GHz): longer than the host takes to enqueue the
+# start event, the call (tens of microseconds of Python dispatch) and the end event
+HOLD_CYCLES = 1_000_000
 
 
 def params_json(point: Point) -> str:
@@ -31,8 +36,11 @@ def range_name(case: str, point: Point, variant: str) -> str:
     return f"smd:{case}:{params_json(point)}:{variant}"
 
 
-def emit(case: str, point: Point, metric: str, unit: str, samples: list[float], variant: str = "") -> None:
-    """Print one record (host-timed: no cycles, clock or SM of its own)."""
+def emit(
+    case: str, point: Point, metric: str, unit: str, samples: list[float], variant: str = "", clock_mhz: float = 0
+) -> None:
+    """Print one record (host-timed: no cycles or SM of its own; `clock_mhz` the SM clock its calls ran at as NVML
+    read it, 0 where unknown)."""
     record: dict[str, Any] = {
         "protocol": VERSION,
         "case": case,
@@ -43,7 +51,7 @@ def emit(case: str, point: Point, metric: str, unit: str, samples: list[float], 
         "samples": samples,
         "cycles": 0,
         "iterations": 0,
-        "clock_mhz": 0,
+        "clock_mhz": clock_mhz,
         "smid": -1,
     }
     if variant:
@@ -100,6 +108,29 @@ def torch_on(device: int) -> Any:
         end.synchronize()
         if start.elapsed_time(end) >= WARM_MS:
             return torch
+
+
+def time_calls(torch: Any, call: Callable[[], object], repeats: int, name: str) -> tuple[list[float], float]:
+    """(ms of each of `repeats` calls, their median SM clock in MHz) after WARM_CALLS untimed calls: each call alone
+    between CUDA events in NVTX range `name`, queued behind a HOLD_CYCLES GPU spin so that the events time the GPU,
+    not Python's dispatch; NVML reads the SM clock right after each (0 where NVML cannot)."""
+    for _ in range(WARM_CALLS):
+        call()
+    uuid = nvml_uuid(bytes(torch.cuda.get_device_properties(torch.cuda.current_device()).uuid.bytes))
+    ms, mhz = [], []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(HOLD_CYCLES)
+        torch.cuda.nvtx.range_push(name)
+        start.record()
+        call()
+        end.record()
+        torch.cuda.nvtx.range_pop()
+        end.synchronize()
+        ms.append(start.elapsed_time(end))
+        mhz.append(sm_clock_mhz(uuid))
+    read = [m for m in mhz if m > 0]
+    return ms, statistics.median(read) if read else 0
 
 
 def main(cases: dict[str, Runner], argv: list[str] | None = None) -> None:

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Library GEMMs of each tensor format through PyTorch (cuBLAS / cuBLASLt), square M = N = K = mn, speaking the
+benchmark protocol (smdissect.protocol); torch is imported only to run, so --list works without it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+from smdissect import archs, protocol
+
+CHECKED_ROWS = 64  # output rows, spread over the matrix, checked against a float64 product of the same inputs
+ALIGN = 16  # torch._scaled_mm wants every dimension a multiple of 16 (torch._int_mm: of 8)
+
+
+@dataclass(frozen=True)
+class Format:
+    """A case's format: its operands' torch dtype, the torch function it calls, the unit of its rate, the largest
+    max_rel_err its output may show, and the archs.FEATURES entry the GPU needs (the manifest's `requires`)."""
+
+    dtype: str
+    function: str
+    unit: str = "TFLOPS"
+    tolerance: float = 0.01  # a bf16 output's rounding (2^-9) plus f32 accumulation
+    tf32: bool = False  # float32 operands multiplied in TF32 (torch.backends.cuda.matmul.allow_tf32)
+    feature: str = ""
+
+
+FORMATS = {
+    "torch_gemm_e4m3": Format("float8_e4m3fn", "_scaled_mm", feature="fp8"),
+    "torch_gemm_s8": Format("int8", "_int_mm", unit="TOPS", tolerance=0.0),  # int32 sums of int8 products: exact
+    "torch_gemm_tf32": Format("float32", "mm", tf32=True),
+    "torch_gemm_f64": Format("float64", "mm", tolerance=1e-9),
+    "torch_gemm_bf16": Format("bfloat16", "mm"),
+}
+
+
+def unavailable(torch: Any, fmt: Format) -> str:
+    """Why this torch on this GPU cannot run the format, '' where it can."""
+    if not hasattr(torch, fmt.dtype) or not hasattr(torch, fmt.function):
+        return (
+            f"torch {torch.__version__} has no torch.{fmt.dtype} or torch.{fmt.function}: install torch >= 2.4 "
+            "(pip install -e '.[torch]')"
+        )
+    major, minor = torch.cuda.get_device_capability()
+    if fmt.feature and major * 10 + minor not in archs.FEATURES[fmt.feature]:
+        where = ", ".join(f"sm_{sm}" for sm in sorted(archs.FEATURES[fmt.feature]))
+        return (
+            f"torch.{fmt.function} on {fmt.dtype} needs a GPU with {fmt.feature} ({where}), this one is "
+            f"sm_{major}{minor}: run it on one of those (the manifest's requires keeps it static elsewhere)"
+        )
+    return ""
+
+
+def operands(torch: Any, fmt: Format, n: int) -> tuple[Any, Any]:
+    """A and B (n x n) of the format from seed 0: integers in [-128, 127], else normal values; B column-major
+    (b.t() of a row-major b) for torch._scaled_mm, which requires it."""
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    dtype = getattr(torch, fmt.dtype)
+    if dtype == torch.int8:
+        a, b = (torch.randint(-128, 128, (n, n), generator=gen, device="cuda", dtype=dtype) for _ in range(2))
+    else:
+        a, b = (torch.randn(n, n, generator=gen, device="cuda").to(dtype) for _ in range(2))
+    return a, b.t() if fmt.function == "_scaled_mm" else b
+
+
+def library_call(torch: Any, fmt: Format, a: Any, b: Any) -> Callable[[], Any]:
+    """The timed call D = A x B: torch.<function>(A, B); FP8 with per-tensor unit scales and a bf16 output."""
+    fn = getattr(torch, fmt.function)
+    if fmt.function == "_scaled_mm":
+        one = torch.ones((), device="cuda")
+        return lambda: fn(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    return lambda: fn(a, b)
+
+
+@contextmanager
+def tf32(torch: Any) -> Iterator[None]:
+    """float32 matrix products in TF32 inside (torch.backends.cuda.matmul.allow_tf32), the setting restored after."""
+    before = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
+
+
+def max_rel_err(torch: Any, a: Any, b: Any, out: Any) -> float:
+    """max |D - ref| / max |ref| over CHECKED_ROWS rows of D = A x B, ref the float64 product of the same inputs
+    (every operand format but float64 is exact in float32)."""
+    step = a.shape[0] // CHECKED_ROWS
+    exact = [t if t.dtype == torch.float64 else t.float().double() for t in (a[::step], b)]
+    ref = exact[0] @ exact[1]
+    return float((out[::step].double() - ref).abs().max() / ref.abs().max())
+
+
+def torch_gemm(case: str, point: protocol.Point, repeats: int, device: int) -> None:
+    """Check one square GEMM of the case's format, then time `repeats` of them (protocol.time_calls); TFLOPS (TOPS
+    for integers) = 2 mn^3 / time, and FLOP/cycle/SM at the SM clock NVML read."""
+    fmt, n = FORMATS[case], protocol.param(point, "mn")
+    if n < CHECKED_ROWS or n % ALIGN:
+        protocol.fail(
+            f"mn >= {CHECKED_ROWS} and a multiple of {ALIGN} wanted (torch._scaled_mm's alignment), got {point}", 2
+        )
+    torch = protocol.torch_on(device)
+    where = f"{case} {protocol.params_json(point)}"
+    why = unavailable(torch, fmt)
+    if why:
+        protocol.fail(f"{where}: {why}")
+    a, b = operands(torch, fmt, n)
+    call = library_call(torch, fmt, a, b)
+    with tf32(torch) if fmt.tf32 else nullcontext():
+        err = max_rel_err(torch, a, b, call())
+        if not err <= fmt.tolerance:
+            protocol.fail(
+                f"{where}: max |D - ref| / max |ref| = {err:.3g} over {CHECKED_ROWS} rows, above {fmt.tolerance:g}: "
+                f"torch.{fmt.function} returned a wrong product (check the torch and CUDA versions)"
+            )
+        ms, mhz = protocol.time_calls(torch, call, repeats, protocol.range_name(case, point, "torch"))
+    protocol.emit(case, point, "tflops", fmt.unit, [2.0 * n**3 / (t * 1e-3) / 1e12 for t in ms], "torch", mhz)
+    if mhz > 0:  # per SM and cycle at the clock NVML read: comparable with the tensor instructions' peaks
+        sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+        flops = [2.0 * n**3 / (t * 1e-3) / (sms * mhz * 1e6) for t in ms]
+        protocol.emit(case, point, "flops", "FLOP/cycle/SM", flops, "torch", mhz)
+    protocol.emit(case, point, "ms", "ms", ms, "torch", mhz)
+    protocol.emit(case, point, "max_rel_err", "fraction", [err], "torch")
+
+
+if __name__ == "__main__":
+    protocol.main(dict.fromkeys(FORMATS, torch_gemm))
