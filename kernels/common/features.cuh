@@ -17,7 +17,9 @@
 #define SMD_HAS_setmaxnreg (SMD_SM == 90 || SMD_SM == 100 || SMD_SM == 101 || SMD_SM == 103 || SMD_SM == 110 || SMD_SM == 120 || SMD_SM == 121)
 #define SMD_HAS_stmatrix (SMD_SM == 90 || SMD_SM == 100 || SMD_SM == 101 || SMD_SM == 103 || SMD_SM == 110 || SMD_SM == 120 || SMD_SM == 121)
 #define SMD_HAS_tcgen05 (SMD_SM == 100 || SMD_SM == 101 || SMD_SM == 103 || SMD_SM == 110)
+#define SMD_HAS_tcgen05_i8 (SMD_SM == 100 || SMD_SM == 101 || SMD_SM == 110)
 #define SMD_HAS_tma (SMD_SM == 90 || SMD_SM == 100 || SMD_SM == 101 || SMD_SM == 103 || SMD_SM == 110 || SMD_SM == 120 || SMD_SM == 121)
+#define SMD_HAS_tma_multicast (SMD_SM == 90 || SMD_SM == 100 || SMD_SM == 101 || SMD_SM == 103 || SMD_SM == 110)
 #define SMD_HAS_wgmma (SMD_SM == 90)
 #else
 #define SMD_HAS_bf16x2_arith 1
@@ -34,7 +36,9 @@
 #define SMD_HAS_setmaxnreg 1
 #define SMD_HAS_stmatrix 1
 #define SMD_HAS_tcgen05 1
+#define SMD_HAS_tcgen05_i8 1
 #define SMD_HAS_tma 1
+#define SMD_HAS_tma_multicast 1
 #define SMD_HAS_wgmma 1
 #endif
 #define SMD_HAS(feature) SMD_HAS_##feature

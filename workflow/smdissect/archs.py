@@ -47,11 +47,17 @@ FEATURES: dict[str, set[int]] = {
     "setmaxnreg": {90} | BLACKWELL,
     "cluster": {90} | BLACKWELL,
     "tma": {90} | BLACKWELL,
+    # .multicast::cluster bulk tensor loads: sm_90a and datacenter Blackwell (ptxas 13.0 advises against sm_120a,
+    # where it compiles to a syscall that emulates the multicast)
+    "tma_multicast": {90, 100, 101, 103, 110},
     "fp4": BLACKWELL,
     "cvt_narrow": BLACKWELL,  # cvt to e2m1x2 / e2m3x2 / e3m2x2 / ue8m0x2
     "mma_block_scale": {120, 121},  # mma.sync .kind::mxf8f6f4 / mxf4 / mxf4nvf4 with scale factors
     "f8f6f4": {120, 121},  # mma.sync .kind::f8f6f4
+    # tcgen05 (Tensor Memory, tcgen05.mma/.cp/.ld/.st): sm_100a, sm_103a, sm_110a (sm_101a before PTX ISA 9.0); its
+    # .kind::i8 not on sm_103a (PTX ISA 9.1, tcgen05.mma target notes)
     "tcgen05": {100, 101, 103, 110},
+    "tcgen05_i8": {100, 101, 110},
     "clc": {100, 101, 103, 110, 120, 121},  # cluster launch control
     # Older instructions the newest ones keep: (sm_89) mma.sync and cvt with e4m3/e5m2; (sm_90) elect.sync,
     # griddepcontrol (programmatic dependent launch), stmatrix, add/sub/mul/min/max of .bf16x2.
