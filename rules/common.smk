@@ -27,8 +27,9 @@ def family_tables(kind):
 
 def planned_tables(kind, folder, categories=None):
     """Every file of table `kind` this run plans for results/<folder>/ over `categories` (default: every configured
-    one): a static table's of every built arch, a GPU table's of the folder's arch (none where this run fills no such
-    folder); one per category, or per family (or profiled family) of each."""
+    one; a dict: those categories, only the families it names of each): a static table's of every built arch, a GPU
+    table's of the folder's arch (none where this run fills no such folder); one per category, or per family (or
+    profiled family) of each."""
     table = TABLES[kind]
     archs = PLAN.archs if table.per == STATIC else [PLAN.arch_of[folder]] if folder in PLAN.arch_of else []
     files = []
@@ -38,6 +39,8 @@ def planned_tables(kind, folder, categories=None):
                 files.append(table.pattern.format(gpu=folder, arch=arch, category=category))
                 continue
             fams = PLAN.profiled_in(category, arch) if table.profiled else PLAN.families[category]
+            if isinstance(categories, dict):
+                fams = [f for f in fams if f in categories[category]]
             files += [table.pattern.format(gpu=folder, arch=arch, category=category, family=f) for f in fams]
     return files
 

@@ -82,6 +82,13 @@ def test_wgmma_reaches_the_sms_dense_f16_peak(figures: pd.DataFrame) -> None:
     assert mma["value"] < wgmma["value"]  # mma.sync cannot keep the tensor cores as busy as wgmma
 
 
+def test_wgmma_fp8_and_int8_reach_twice_the_f16_rate(figures: pd.DataFrame) -> None:
+    f16 = one(figures, "wgmma_f16_f32_ss peak flops")["value"]
+    for name in ("wgmma_e4m3_f32_ss", "wgmma_e5m2_f32_ss", "wgmma_s8_s32_ss"):
+        fig = one(figures, f"{name} peak flops")
+        assert fig["value"] == pytest.approx(2 * f16, rel=0.02) and fig["status"] == "verified", name  # 1978.9 TFLOPS
+
+
 def test_fp8_mma_sync_is_emulated_on_sm90_and_stays_in_its_timed_loop(figures: pd.DataFrame) -> None:
     latency, flops = one(figures, "mma_e4m3_f32 latency"), one(figures, "mma_e4m3_f32 peak flops")
     f16 = one(figures, "mma_f16_f32 latency")

@@ -424,14 +424,22 @@ def load_all(kernels: Path, categories: list[str]) -> list[Case]:
     return [case for category in categories for case in load(kernels, category)]
 
 
+def referenced_families(kernels: Path, category: str) -> dict[str, list[str]]:
+    """The families of other categories whose figures a category's checks compare against (`built_from`,
+    `same_as`), by category: only those run for a category's figures, not the whole other category."""
+    refs: dict[str, set[str]] = {}
+    for c in load(kernels, category):
+        for r in (*c.built_from, *(s["case"] for s in c.same_as)):
+            other, case_id = c.refer(r).split("/")
+            if other != category:
+                family = next(x.family for x in load(kernels, other) if x.id == case_id)
+                refs.setdefault(other, set()).add(family)
+    return {other: sorted(fams) for other, fams in sorted(refs.items())}
+
+
 def referenced_categories(kernels: Path, category: str) -> list[str]:
     """The other categories whose figures a category's checks compare against (`built_from`, `same_as`)."""
-    refs = {
-        c.refer(r).split("/")[0]
-        for c in load(kernels, category)
-        for r in (*c.built_from, *(s["case"] for s in c.same_as))
-    }
-    return sorted(refs - {category})
+    return list(referenced_families(kernels, category))
 
 
 def families(cases: list[Case]) -> dict[str, list[Case]]:

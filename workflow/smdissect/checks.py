@@ -228,7 +228,7 @@ def limit(figure: Figure, case: Case, arch: str, gpu: str) -> Ceiling | None:
     if unit == "GB/s" and peak == "dram":
         rate = archs.dram_peak_gbs(gpu)
         return Ceiling(rate, f"{gpu} datasheet DRAM {rate:g} GB/s", True, CEILING_SHARE["dram"]) if rate else None
-    if unit == "B/cycle/SM" and peak == "smem":
+    if unit == "B/cycle/SM" and (peak == "smem" or figure.metric == "smem_bytes"):
         rate = archs.SMEM_BYTES_PER_CYCLE
         return Ceiling(rate, f"shared-memory peak {rate:g} B/cycle/SM", True)
     return None

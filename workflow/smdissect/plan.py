@@ -57,9 +57,12 @@ class Plan:
         kernels = self.root / "kernels"
         return [f for f in self.profiled[category] if _runs_any(kernels, category, f, arch)]
 
-    def references(self, category: str) -> list[str]:
-        """The configured categories whose figures a category's checks compare against (`built_from`, `same_as`)."""
-        return [c for c in catalog.referenced_categories(self.root / "kernels", category) if c in self.families]
+    def references(self, category: str) -> dict[str, list[str]]:
+        """The configured families, by category, whose figures a category's checks compare against (`built_from`,
+        `same_as`)."""
+        refs = catalog.referenced_families(self.root / "kernels", category)
+        found = {c: [f for f in fams if f in self.families.get(c, [])] for c, fams in refs.items()}
+        return {c: fams for c, fams in found.items() if fams}
 
     def device_arg(self, folder: str) -> str:
         """The --device of a GPU job writing results/<folder>/: its GPU's CUDA index, or the configured value."""

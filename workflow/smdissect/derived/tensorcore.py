@@ -1,9 +1,11 @@
 """Derived figures of the tensorcore category: per case its issue interval and its share of the format's dense peak
-at the point of peak FLOP/cycle/SM, wgmma's throughput and TFLOPS there, ldmatrix's shared-memory bytes per cycle,
-each mma.sync case's ILP knee and the warps (one chain each) that saturate it, and the gap between the best wgmma
-and mma.sync at f16 -> f32."""
+at the point of peak FLOP/cycle/SM, wgmma's throughput, TFLOPS and shared-memory operand bytes there, ldmatrix's
+shared-memory bytes per cycle, each mma.sync case's ILP knee and the warps (one chain each) that saturate it, and the
+gap between the best wgmma and mma.sync at f16 -> f32."""
 
 from __future__ import annotations
+
+import json
 
 import pandas as pd
 
@@ -37,10 +39,22 @@ def tensor_format(case: str) -> tuple[str | None, bool, str | None]:
         return parts[1], False, parts[2]
     if case.startswith(("f8f6f4", "mxf")):
         return parts[0], False, "f32"
+    if case.startswith(("tcgen05_ld", "tcgen05_st")):
+        return None, False, None
+    if case.startswith("tcgen05_"):  # tcgen05_<format or kind>_<accumulator>[_cta2]
+        return parts[1], False, parts[2]
     if case.startswith("wgmma_"):  # wgmma_[sp_]<a>[x<b>]_<accumulator>_<ss|rs>: A's format bounds it
         sparse = parts[1] == "sp"
         return parts[1 + sparse].split("x")[0], sparse, parts[-2]
     return None, False, None
+
+
+def wgmma_smem_bytes(case: str, point: dict[str, int]) -> int:
+    """Bytes one wgmma m64nNk of a case reads from shared memory: every format's dense K is 32 B a row (16 x 16 bit,
+    8 x tf32, 32 x 8 bit, 256 x 1 bit), so A is 64 x 32 B unless in registers (_rs), B is N x 32 B (sparse: K doubled
+    for B; A compressed to the dense width)."""
+    _, sparse, _ = tensor_format(case)
+    return (0 if case.endswith("_rs") else 64 * 32) + point["n"] * 32 * (2 if sparse else 1)
 
 
 def peak_per_cycle(arch: str, case: str, gpu: str | None = None) -> float | None:
@@ -111,6 +125,21 @@ def _case_figures(raw: pd.DataFrame, generic: list[Figure], case: str, arch: str
                 lambda t: t,
                 [samples(raw, case, "tflops", where)],
                 f"median{at(where)}, the point of peak FLOP/cycle/SM, at the clock each launch read",
+                [where],
+            )
+        )
+    if wgmma and len(thr):
+        size = wgmma_smem_bytes(case, json.loads(where))
+        out.append(
+            make(
+                case,
+                "smem_bytes",
+                "B/cycle/SM",
+                f"{case} shared-memory operand bytes at peak flops",
+                lambda t: t * size,
+                [thr],
+                f"throughput{at(where)} x {size} B of A and B one wgmma reads from shared memory (shared memory "
+                f"gives {archs.SMEM_BYTES_PER_CYCLE} B/cycle/SM)",
                 [where],
             )
         )

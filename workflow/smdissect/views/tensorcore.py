@@ -13,6 +13,7 @@ from smdissect import archs, charts, evidence, markup, stats
 from smdissect.tables import point_text
 
 TENSOR_OPS = ("HMMA", "IMMA", "BMMA", "DMMA", "QMMA", "OMMA", "HGMMA", "QGMMA", "IGMMA", "BGMMA")
+TENSOR_OPS += ("UTCHMMA", "UTCQMMA", "UTCIMMA", "UTCOMMA", "LDTM", "STTM")  # tcgen05 (sm_100a)
 # The figures of the per-format table, in the order each case shows them.
 FORMAT_METRICS = ("latency", "issue_interval", "throughput", "flops", "pct_of_peak", "tflops", "smem_bytes")
 GAP_MMA = "mma_f16_f32"
@@ -27,9 +28,10 @@ def _medians(raw: pd.DataFrame) -> pd.DataFrame:
 
 
 def _sass_forms(sass: pd.DataFrame) -> pd.DataFrame:
-    """Per (arch, case): the tensor opcodes of its first long ilp-1 kernel (by name), instructions per operation,
-    and whether the tensor instruction is native, emulated or absent there."""
-    long = sass[(sass["variant"] == "long") & (sass["params"].map(lambda p: evidence.param(p, "ilp")) == 1)]
+    """Per (arch, case): the tensor opcodes of its first long ilp-1 (or ilp-less) kernel (by name), instructions per
+    operation, and whether the tensor instruction is native, emulated or absent there."""
+    ilp = sass["params"].map(lambda p: evidence.param(p, "ilp"))
+    long = sass[(sass["variant"] == "long") & ((ilp == 1) | ilp.isna())]  # tcgen05's kernels have no ilp
     rows = []
     for (arch, case, _), k in long.groupby(["arch", "case", "kernel"]):
         ops = int(k["ops"].max()) if "ops" in k else 0
@@ -116,6 +118,8 @@ def _needs(case: str) -> str:
     """The arch a case's instruction needs, from its id."""
     if case.startswith("wgmma"):
         return "needs sm_90a"
+    if case.startswith("tcgen05"):
+        return "needs sm_100a"
     if re.match(r"(f8f6f4|mxf)", case):
         return "needs sm_120a"
     return "no GPU run"
