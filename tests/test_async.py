@@ -393,7 +393,7 @@ def test_tma_mode_streams_stay_under_dram(compiled: Callable[[str, str, str], Pa
 
 
 @pytest.mark.gpu
-def test_multicast_lands_in_every_cta_and_reads_the_l2_once_per_cluster(
+def test_multicast_lands_in_every_cta_and_reads_dram_once_per_cluster(
     compiled: Callable[[str, str, str], Path], tmp_path: Path
 ) -> None:
     found = device.query(0)
@@ -414,9 +414,9 @@ def test_multicast_lands_in_every_cta_and_reads_the_l2_once_per_cluster(
     window = records["multicast_depth"]["expect"]["dram__bytes_read.sum"]
     for case in records:  # DRAM once per cluster either way: the L2 keeps a tile between its CTAs' unicast reads
         assert counted[case, "dram__bytes_read.sum"] == pytest.approx(window, rel=0.1), case
-    sectors = {case: counted[case, "lts__t_sectors_srcunit_tex_op_read.sum"] * 32 / window for case in records}
-    assert sectors["multicast_depth"] == pytest.approx(1, rel=0.1), sectors  # one L2 read per tile and cluster
-    assert sectors["multicast_unicast_depth"] == pytest.approx(4, rel=0.1), sectors  # one per CTA
+    # the L2 read sectors counted from the SMs do not tell multicast from unicast on the H200 (both 1.25 x the
+    # window, 2026-12-02): no claim rests on them; the records claim only DRAM
+    assert set(records["multicast_unicast_depth"]["expect"]) == {"dram__bytes_read.sum"}
 
 
 @pytest.mark.gpu

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -366,7 +367,8 @@ def test_torch_gemm_runs_checked_under_the_datasheet_peak(script: ModuleType, ca
     gpu, case, fmt = device.query(0), TORCH_CASES[case_id], script.FORMATS[case_id]
     mn = min(case.sweep["mn"])
     args = [sys.executable, str(TORCH_GEMM), "--case", case_id, "--param", f"mn={mn}", "--repeats", "3"]
-    proc = subprocess.run(args, capture_output=True, text=True)
+    path = os.pathsep.join([str(ROOT / "workflow"), os.environ.get("PYTHONPATH", "")])  # as the DAG's jobs see it
+    proc = subprocess.run(args, capture_output=True, text=True, env=os.environ | {"PYTHONPATH": path})
     if case.unsupported(gpu.arch):  # the script refuses in one line what the manifest keeps static
         assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
         assert f"needs a GPU with {fmt.feature}" in proc.stderr
