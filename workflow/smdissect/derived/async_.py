@@ -250,7 +250,7 @@ def multicast(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
                 [mine, unicast],
                 f"best multicast_depth point{s.at(params)} ({np.median(mine):.0f} GB/s landed, median of {len(mine)}) "
                 f"over the best multicast_unicast_depth point{s.at(theirs)} ({np.median(unicast):.0f} GB/s, median of "
-                f"{len(unicast)}): the same clusters, tiles and window, each tile read from the L2 once per cluster "
+                f"{len(unicast)}): the same clusters, tiles and window, each tile requested once per cluster "
                 "against once per CTA",
                 [params],
                 methods.get(case, ""),
