@@ -306,6 +306,17 @@ def test_committed_h200_tensor_figures() -> None:
     assert found["mma_e4m3_f32 peak flops"].value < 0.5 * found["mma_f16_f32 peak flops"].value
 
 
+def test_committed_peaks_stand_beside_the_library_gemm_of_their_format() -> None:
+    path = RUN / "figures.parquet"
+    if not path.exists():
+        pytest.skip("no committed H200 tensorcore figures")
+    rows = view.library(pd.read_parquet(path)).set_index("case")
+    for case, lib in (("wgmma_e4m3_f32_ss", "e4m3"), ("wgmma_s8_s32_ss", "s8"), ("wgmma_tf32_f32_ss", "tf32"),
+                      ("wgmma_bf16_f32_ss", "bf16"), ("mma_f64_m16n8k8", "f64")):  # fmt: skip
+        floor = rows.loc[case, "library on the same card (floor check)"]
+        assert floor.startswith("agree: ") and f"gemm/torch_gemm_{lib} " in floor, (case, floor)
+
+
 def test_view_without_gpu_tables_says_so(compiled, tmp_path: Path) -> None:
     static = sass_frames(compiled, "sm_120a", "blockscale", tmp_path)[0]
     titled = dict(view.sections({"sass": static}))

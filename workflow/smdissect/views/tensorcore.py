@@ -5,6 +5,7 @@ which formats the SASS shows native or emulated."""
 from __future__ import annotations
 
 import html
+import math
 import re
 
 import pandas as pd
@@ -166,6 +167,45 @@ def _peak_source(raw: pd.DataFrame) -> str:
     return f"<p>Peaks (% of peak, and the bound each FLOP/cycle/SM figure is checked against): {html.escape(peak)}.</p>"
 
 
+def _library_section(figures: pd.DataFrame) -> str:
+    rows = library(figures)
+    if rows.empty:
+        return markup.empty("no peak here names a library GEMM measured in the same run (gemm/torch_gemm)")
+    return markup.table(rows, raw=("status",)) + (
+        "<p>The library column is each peak's floor check: PyTorch's GEMM of that format (cuBLAS / cuBLASLt) on the "
+        "same card, per SM and cycle at the SM clock NVML read after its calls; an instruction peak under it would "
+        "be the kernel's limit.</p>"
+    )
+
+
+def library(figures: pd.DataFrame) -> pd.DataFrame:
+    """Per case whose peak names a library GEMM as its floor (manifest same_as, relation at_least): the peak, its
+    TFLOPS and SM clock, its share of the datasheet rate, and the floor check (the library's rate per SM and cycle)."""
+    rows = []
+    for fig in figures[(figures["kind"] == "peak") & (figures["metric"] == "flops")].itertuples():
+        floor = [c for c in str(fig.checks).split("; ") if c.startswith("floor:")]
+        if not floor:
+            continue
+        mine = figures[figures["case"] == fig.case]
+
+        def first(metric: str, mine: pd.DataFrame = mine) -> float:
+            values = mine.loc[mine["metric"] == metric, "value"]
+            return float(values.iloc[0]) if len(values) else math.nan
+
+        rows.append(
+            {
+                "case": fig.case,
+                "peak FLOP/cycle/SM": markup.number(fig.value),
+                "TFLOPS": markup.number(first("tflops")),
+                "SM clock (MHz)": markup.number(fig.clock_mhz),
+                "% of the datasheet rate": markup.number(first("pct_of_peak")),
+                "status": markup.badge(fig.status),
+                "library on the same card (floor check)": ": ".join(floor[0].removeprefix("floor: ").split(" (", 1)),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 def sections(frames: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:
     """Per-format figures and charts, wgmma scaling, the mma.sync-wgmma gap, and each case's SASS form."""
     raw, sass = frames.get("raw"), frames.get("sass")
@@ -186,6 +226,7 @@ def sections(frames: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:
             ),
             ("wgmma throughput over N and warpgroups", _wgmma_chart(raw)),
             ("mma.sync vs wgmma", gap(frames)),
+            ("Instruction peak beside the library's GEMM", _library_section(figures)),
         ]
     if sass is None or sass.empty:
         out.append(("SASS form per case", markup.empty("no SASS table")))
