@@ -5,11 +5,9 @@ gap between the best wgmma and mma.sync at f16 -> f32."""
 
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 
-from .. import archs
+from .. import archs, tables
 from ..figures import Figure
 from .pipelines import KNEE, chain_points, knee_figures, method_of, num, robust, series
 from .samples import at, keep, make, point_of, run_of, samples
@@ -55,6 +53,24 @@ def wgmma_smem_bytes(case: str, point: dict[str, int]) -> int:
     for B; A compressed to the dense width)."""
     _, sparse, _ = tensor_format(case)
     return (0 if case.endswith("_rs") else 64 * 32) + point["n"] * 32 * (2 if sparse else 1)
+
+
+def _shared_bytes(case: str, where: str) -> tuple[int, str, str] | None:
+    """Shared-memory bytes one operation of a case moves, its figure's name and derivation: an ldmatrix warp
+    instruction's, a wgmma's A and B operands; None for the other cases."""
+    if case in SMEM_BYTES:
+        size = SMEM_BYTES[case]
+        derivation = f"peak throughput{at(where)} x {size} B per warp instruction"
+        return size, "shared-memory bytes at peak throughput", derivation
+    if case.startswith("wgmma"):
+        size = wgmma_smem_bytes(case, tables.parse_params(where))
+        return (
+            size,
+            "shared-memory operand bytes at peak flops",
+            f"throughput{at(where)} x {size} B of A and B one wgmma reads from shared memory (shared memory gives "
+            f"{archs.SMEM_BYTES_PER_CYCLE} B/cycle/SM)",
+        )
+    return None
 
 
 def peak_per_cycle(arch: str, case: str, gpu: str | None = None) -> float | None:
@@ -128,34 +144,11 @@ def _case_figures(raw: pd.DataFrame, generic: list[Figure], case: str, arch: str
                 [where],
             )
         )
-    if wgmma and len(thr):
-        size = wgmma_smem_bytes(case, json.loads(where))
+    shared = _shared_bytes(case, where)
+    if shared is not None:
+        size, name, derivation = shared
         out.append(
-            make(
-                case,
-                "smem_bytes",
-                "B/cycle/SM",
-                f"{case} shared-memory operand bytes at peak flops",
-                lambda t: t * size,
-                [thr],
-                f"throughput{at(where)} x {size} B of A and B one wgmma reads from shared memory (shared memory "
-                f"gives {archs.SMEM_BYTES_PER_CYCLE} B/cycle/SM)",
-                [where],
-            )
-        )
-    if case in SMEM_BYTES:
-        size = SMEM_BYTES[case]
-        out.append(
-            make(
-                case,
-                "smem_bytes",
-                "B/cycle/SM",
-                f"{case} shared-memory bytes at peak throughput",
-                lambda t: t * size,
-                [thr],
-                f"peak throughput{at(where)} x {size} B per warp instruction",
-                [where],
-            )
+            make(case, "smem_bytes", "B/cycle/SM", f"{case} {name}", lambda t: t * size, [thr], derivation, [where])
         )
     return out
 
