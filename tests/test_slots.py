@@ -270,29 +270,33 @@ def test_snapshot_without_nvml() -> None:
 
 
 class FakeNvml:
-    """The driver's NVML as ctypes calls it: it writes through the pointers it is handed and returns a status."""
+    """pynvml as device reads clocks through it: a handle per UUID, a clock per NVML_CLOCK_* constant."""
 
-    def __init__(self, status: int = 0) -> None:
-        self.status, self.asked = status, []
+    NVML_CLOCK_SM, NVML_CLOCK_MEM = 1, 2
 
-    def nvmlDeviceGetHandleByUUID(self, uuid: bytes, handle: object) -> int:
+    def __init__(self, known: bool = True) -> None:
+        self.known, self.asked = known, []
+
+    def nvmlInit(self) -> None:
+        pass
+
+    def nvmlDeviceGetHandleByUUID(self, uuid: str) -> int:
         self.asked.append(uuid)
-        handle._obj.value = 7
-        return self.status
+        if not self.known:
+            raise LookupError("NVML_ERROR_NOT_FOUND")  # no such GPU
+        return 7
 
-    def nvmlDeviceGetClockInfo(self, handle: object, clock: int, mhz: object) -> int:
-        self.asked.append((handle.value, clock))
-        mhz._obj.value = {1: 1755, 2: 2619}[clock]  # NVML_CLOCK_SM, NVML_CLOCK_MEM
-        return 0
+    def nvmlDeviceGetClockInfo(self, handle: int, clock: int) -> int:
+        self.asked.append((handle, clock))
+        return {1: 1755, 2: 2619}[clock]
 
 
-def test_clocks_are_read_through_the_drivers_nvml_without_pynvml(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "pynvml", None)  # as on a GPU machine with torch but no pynvml
+def test_clocks_are_read_through_nvml_by_uuid(monkeypatch: pytest.MonkeyPatch) -> None:
     nvml = FakeNvml()
-    monkeypatch.setattr(device, "_libnvml", lambda: nvml)
+    monkeypatch.setitem(sys.modules, "pynvml", nvml)
     assert device.sm_clock_mhz(UUIDS[1]) == 1755.0 and device.mem_clock_mhz(UUIDS[1]) == 2619.0
-    assert nvml.asked == [UUIDS[1].encode(), (7, 1), UUIDS[1].encode(), (7, 2)]
-    monkeypatch.setattr(device, "_libnvml", lambda: FakeNvml(status=13))  # NVML_ERROR_NOT_FOUND: no such GPU
+    assert nvml.asked == [UUIDS[1], (7, 1), UUIDS[1], (7, 2)]
+    monkeypatch.setitem(sys.modules, "pynvml", FakeNvml(known=False))
     assert math.isnan(device.sm_clock_mhz(UUIDS[1]))
     assert device.nvml_uuid(bytes(range(16))) == "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f"
 

@@ -3,7 +3,6 @@ processes through NVML, always by UUID (NVML ignores CUDA_VISIBLE_DEVICES, CUDA 
 
 from __future__ import annotations
 
-import ctypes
 import math
 import os
 import re
@@ -16,8 +15,6 @@ from .archs import ARCH_SPECIFIC, NCU_CHIPS
 from .errors import SmdissectError
 
 NVIDIA_PARAMS = Path("/proc/driver/nvidia/params")
-NVML_LIBRARY = "libnvidia-ml.so.1"  # the driver's NVML: clocks are read through it directly, with or without pynvml
-NVML_CLOCK = {"sm": 1, "mem": 2}  # nvml.h nvmlClockType_t: NVML_CLOCK_SM, NVML_CLOCK_MEM
 COUNTERS_FIX = (
     "run as root, or load the driver with NVreg_RestrictProfilingToAdminUsers=0 "
     "(see developer.nvidia.com/ERR_NVGPUCTRPERM)"
@@ -136,38 +133,23 @@ def _nvml(uuid: str) -> Any:
     return pynvml, pynvml.nvmlDeviceGetHandleByUUID(uuid)
 
 
-@cache
-def _libnvml() -> ctypes.CDLL:
-    """The driver's NVML through ctypes, initialised once per process; OSError where it cannot load or start."""
-    lib = ctypes.CDLL(NVML_LIBRARY)
-    status = lib.nvmlInit_v2()
-    if status:
-        raise OSError(f"nvmlInit_v2 returned NVML error {status}")
-    return lib
-
-
 def _clock_mhz(uuid: str, clock: str) -> float:
-    """A current clock (NVML_CLOCK key) of the GPU with this UUID, read through the driver's NVML; NaN without it."""
+    """A current clock (pynvml's NVML_CLOCK_* name) of the GPU with this UUID; NaN without NVML."""
     try:
-        lib = _libnvml()
-    except OSError:
+        pynvml, handle = _nvml(uuid)
+        return float(pynvml.nvmlDeviceGetClockInfo(handle, getattr(pynvml, clock)))
+    except Exception:
         return math.nan
-    handle, mhz = ctypes.c_void_p(), ctypes.c_uint()
-    if lib.nvmlDeviceGetHandleByUUID(uuid.encode(), ctypes.byref(handle)):
-        return math.nan
-    if lib.nvmlDeviceGetClockInfo(handle, NVML_CLOCK[clock], ctypes.byref(mhz)):
-        return math.nan
-    return float(mhz.value)
 
 
 def sm_clock_mhz(uuid: str) -> float:
     """Current SM clock of the GPU with this UUID (NVML maps by UUID, not by CUDA index); NaN without NVML."""
-    return _clock_mhz(uuid, "sm")
+    return _clock_mhz(uuid, "NVML_CLOCK_SM")
 
 
 def mem_clock_mhz(uuid: str) -> float:
     """Current memory clock of the GPU with this UUID; NaN without NVML."""
-    return _clock_mhz(uuid, "mem")
+    return _clock_mhz(uuid, "NVML_CLOCK_MEM")
 
 
 @cache
