@@ -427,14 +427,15 @@ def load_all(kernels: Path, categories: list[str]) -> list[Case]:
 def referenced_families(kernels: Path, category: str) -> dict[str, list[str]]:
     """The families of other categories whose figures a category's checks compare against (`built_from`,
     `same_as`), by category: only those run for a category's figures, not the whole other category."""
-    refs: dict[str, set[str]] = {}
+    named: dict[str, set[str]] = {}
     for c in load(kernels, category):
         for r in (*c.built_from, *(s["case"] for s in c.same_as)):
             other, case_id = c.refer(r).split("/")
             if other != category:
-                family = next(x.family for x in load(kernels, other) if x.id == case_id)
-                refs.setdefault(other, set()).add(family)
-    return {other: sorted(fams) for other, fams in sorted(refs.items())}
+                named.setdefault(other, set()).add(case_id)
+    return {
+        other: sorted({x.family for x in load(kernels, other) if x.id in ids}) for other, ids in sorted(named.items())
+    }
 
 
 def referenced_categories(kernels: Path, category: str) -> list[str]:
