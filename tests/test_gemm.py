@@ -307,17 +307,19 @@ def test_torch_gemm_cases_name_their_format_peak_and_requirement(script: ModuleT
     assert not catalog.family_settings(ROOT / "kernels", "gemm", "torch_gemm")["profile"]
     for case in TORCH_CASES.values():
         fmt = script.FORMATS[case.id]
-        assert case.peak == f"tensor:{case.id.removeprefix('torch_gemm_')}", case.id
-        assert archs.tensor_peak("sm_90a", case.peak.removeprefix("tensor:"), gpu="NVIDIA H200"), case.id
+        assert case.peak == f"tensor:{case.id.removeprefix('torch_gemm_').removeprefix('sp_')}", case.id
+        assert fmt.sparse == case.id.startswith("torch_gemm_sp_"), case.id  # checks.limit's sparse peak
+        assert archs.tensor_peak("sm_90a", case.peak.removeprefix("tensor:"), fmt.sparse, gpu="NVIDIA H200"), case.id
         assert case.features == ((fmt.feature,) if fmt.feature else ()), case.id  # the script checks what requires says
         assert (fmt.unit == "TOPS") == (case.id == "torch_gemm_s8"), case.id
         assert case.kind == "timed" and case.unprofiled and case.explain["sass"] and not case.sass_expect, case.id
         assert case.figures == {"tflops": "each", "flops": "peak", "ms": "none", "max_rel_err": "none"}, case.id
         assert all(n >= script.CHECKED_ROWS and n % script.ALIGN == 0 for n in case.sweep["mn"]), case.id
-    fp8 = TORCH_CASES["torch_gemm_e4m3"]
-    assert fp8.unsupported("sm_80") == "sm_80 lacks fp8"  # a static row with the reason there
-    assert fp8.unsupported("sm_89") is None and fp8.unsupported("sm_90a") is None and fp8.unsupported("sm_120a") is None
-    others = [c for c in TORCH_CASES.values() if c is not fp8]
+    fp8 = [TORCH_CASES["torch_gemm_e4m3"], TORCH_CASES["torch_gemm_e5m2"]]
+    for case in fp8:
+        assert case.unsupported("sm_80") == "sm_80 lacks fp8"  # a static row with the reason there
+        assert not any(case.unsupported(arch) for arch in ("sm_89", "sm_90a", "sm_120a"))
+    others = [c for c in TORCH_CASES.values() if c not in fp8]
     assert all(c.unsupported(arch) is None for c in others for arch in archs.CHECKED_ARCHS)
 
 
@@ -381,7 +383,7 @@ def test_torch_gemm_runs_checked_under_the_datasheet_peak(script: ModuleType, ca
     assert rate["clock_mhz"] > 0  # NVML's SM clock, read after each timed call
     per_sm = records["flops"]  # the same rate per SM and cycle at that clock
     assert per_sm["value"] == pytest.approx(rate["value"] * 1e12 / (gpu.sm_count * rate["clock_mhz"] * 1e6), rel=0.01)
-    per_cycle = archs.tensor_peak(gpu.arch, case.peak.removeprefix("tensor:"), gpu=gpu.name)
+    per_cycle = archs.tensor_peak(gpu.arch, case.peak.removeprefix("tensor:"), fmt.sparse, gpu=gpu.name)
     model = archs.gpu_model(gpu.name)
     mhz = max(rate["clock_mhz"], (model.boost_mhz if model else None) or 0)  # the datasheet rate at the top clock
     peak = per_cycle * gpu.sm_count * mhz * 1e6 / 1e12 if per_cycle else math.inf

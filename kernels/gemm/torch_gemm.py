@@ -26,10 +26,14 @@ class Format:
     tolerance: float = 0.01  # a bf16 output's rounding (2^-9) plus f32 accumulation
     tf32: bool = False  # float32 operands multiplied in TF32 (torch.backends.cuda.matmul.allow_tf32)
     feature: str = ""
+    dtype_b: str = ""  # B's dtype where it is not A's (FP8 e5m2 x e4m3: cuBLASLt has no e5m2 x e5m2)
+    sparse: bool = False  # A pruned 2:4 along K and compressed (torch.sparse.to_sparse_semi_structured)
 
 
 FORMATS = {
     "torch_gemm_e4m3": Format("float8_e4m3fn", "_scaled_mm", feature="fp8"),
+    "torch_gemm_e5m2": Format("float8_e5m2", "_scaled_mm", feature="fp8", dtype_b="float8_e4m3fn"),
+    "torch_gemm_sp_f16": Format("float16", "mm", sparse=True),
     "torch_gemm_s8": Format("int8", "_int_mm", unit="TOPS", tolerance=0.0),  # int32 sums of int8 products: exact
     "torch_gemm_tf32": Format("float32", "mm", tf32=True),
     "torch_gemm_f64": Format("float64", "mm", tolerance=1e-9),
@@ -39,9 +43,13 @@ FORMATS = {
 
 def unavailable(torch: Any, fmt: Format) -> str:
     """Why this torch on this GPU cannot run the format, '' where it can."""
-    if not hasattr(torch, fmt.dtype) or not hasattr(torch, fmt.function):
+    names = [fmt.dtype, fmt.dtype_b or fmt.dtype, fmt.function]
+    if not all(hasattr(torch, name) for name in names) or (
+        fmt.sparse and not hasattr(torch.sparse, "to_sparse_semi_structured")
+    ):
         return (
-            f"torch {torch.__version__} has no torch.{fmt.dtype} or torch.{fmt.function}: install torch >= 2.4 "
+            f"torch {torch.__version__} lacks one of torch.{', torch.'.join(names)}"
+            f"{', torch.sparse.to_sparse_semi_structured' if fmt.sparse else ''}: install torch >= 2.4 "
             "(pip install -e '.[torch]')"
         )
     major, minor = torch.cuda.get_device_capability()
@@ -57,19 +65,26 @@ def unavailable(torch: Any, fmt: Format) -> str:
 def operands(torch: Any, fmt: Format, n: int) -> tuple[Any, Any]:
     """A and B (n x n) of the format from seed 0: integers in [-128, 127], else normal values; B column-major
     (b.t() of a row-major b, K contiguous) for torch._scaled_mm, which requires it, and torch._int_mm, whose
-    row-major B cuBLASLt runs at 6% of the int8 tensor rate (132 TOPS on the H200, 2026-12-02)."""
+    row-major B cuBLASLt runs at 6% of the int8 tensor rate (132 TOPS on the H200, 2026-12-02); a sparse A keeps
+    the last two of every four values along K (torch's own 2:4 example pattern), dense here."""
     gen = torch.Generator(device="cuda").manual_seed(0)
-    dtype = getattr(torch, fmt.dtype)
-    if dtype == torch.int8:
-        a, b = (torch.randint(-128, 128, (n, n), generator=gen, device="cuda", dtype=dtype) for _ in range(2))
+    dtypes = getattr(torch, fmt.dtype), getattr(torch, fmt.dtype_b or fmt.dtype)
+    if dtypes[0] == torch.int8:
+        a, b = (torch.randint(-128, 128, (n, n), generator=gen, device="cuda", dtype=d) for d in dtypes)
     else:
-        a, b = (torch.randn(n, n, generator=gen, device="cuda").to(dtype) for _ in range(2))
+        a, b = (torch.randn(n, n, generator=gen, device="cuda").to(d) for d in dtypes)
+    if fmt.sparse:
+        a = a * torch.tensor([0, 0, 1, 1], device="cuda", dtype=a.dtype).tile((n, n // 4))
     return a, b.t() if fmt.function in ("_scaled_mm", "_int_mm") else b
 
 
 def library_call(torch: Any, fmt: Format, a: Any, b: Any) -> Callable[[], Any]:
-    """The timed call D = A x B: torch.<function>(A, B); FP8 with per-tensor unit scales and a bf16 output."""
+    """The timed call D = A x B: torch.<function>(A, B); FP8 with per-tensor unit scales and a bf16 output; a sparse
+    A compressed first (torch.sparse.to_sparse_semi_structured: cuSPARSELt where torch has it, else CUTLASS)."""
     fn = getattr(torch, fmt.function)
+    if fmt.sparse:
+        compressed = torch.sparse.to_sparse_semi_structured(a)
+        return lambda: fn(compressed, b)
     if fmt.function == "_scaled_mm":
         one = torch.ones((), device="cuda")
         return lambda: fn(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
@@ -110,9 +125,13 @@ def torch_gemm(case: str, point: protocol.Point, repeats: int, device: int) -> N
     if why:
         protocol.fail(f"{where}: {why}")
     a, b = operands(torch, fmt, n)
-    call = library_call(torch, fmt, a, b)
     with tf32(torch) if fmt.tf32 else nullcontext():
-        err = max_rel_err(torch, a, b, call())
+        try:
+            call = library_call(torch, fmt, a, b)
+            err = max_rel_err(torch, a, b, call())
+        except RuntimeError as exc:  # e.g. a torch build without this format's kernel for this GPU
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            protocol.fail(f"{where}: torch raised '{first}': run a torch build with kernels for this GPU")
         if not err <= fmt.tolerance:
             protocol.fail(
                 f"{where}: max |D - ref| / max |ref| = {err:.3g} over {CHECKED_ROWS} rows, above {fmt.tolerance:g}: "
