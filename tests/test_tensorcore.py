@@ -312,7 +312,8 @@ def test_committed_peaks_stand_beside_the_library_gemm_of_their_format() -> None
         pytest.skip("no committed H200 tensorcore figures")
     rows = view.library(pd.read_parquet(path)).set_index("case")
     for case, lib in (("wgmma_e4m3_f32_ss", "e4m3"), ("wgmma_s8_s32_ss", "s8"), ("wgmma_tf32_f32_ss", "tf32"),
-                      ("wgmma_bf16_f32_ss", "bf16"), ("mma_f64_m16n8k8", "f64")):  # fmt: skip
+                      ("wgmma_bf16_f32_ss", "bf16"), ("mma_f64_m16n8k8", "f64"), ("wgmma_e5m2xe4m3_f32_ss", "e5m2"),
+                      ("wgmma_sp_f16_f32_ss", "sp_f16"), ("wgmma_sp_f16_f32_rs", "sp_f16")):  # fmt: skip
         floor = rows.loc[case, "library on the same card (floor check)"]
         assert floor.startswith("agree: ") and f"gemm/torch_gemm_{lib} " in floor, (case, floor)
 

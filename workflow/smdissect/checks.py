@@ -424,8 +424,10 @@ def reference_checks(figure: Figure, case: Case, known: dict[str, list[Figure]])
         theirs = figure_for(known.get(category, []), other, same["metric"], figure.params)
         floor = same.get("relation") == "at_least"
         name = "floor" if floor else "same work"
+        # a floor is a bound (a library under the peak says nothing of how far under): it rules out, never verifies
+        evidence = "" if floor else REFERENCE
         if theirs is None:
-            out.append(Check(name, "n/a", f"{same['case']} {same['metric']} not measured here", evidence=REFERENCE))
+            out.append(Check(name, "n/a", f"{same['case']} {same['metric']} not measured here", evidence=evidence))
             continue
         tol = same.get("tolerance", SAME_WORK)
         value, unit = (theirs.clock_mhz, "MHz (its SM clock)") if field == "clock_mhz" else (theirs.value, theirs.unit)
@@ -440,7 +442,7 @@ def reference_checks(figure: Figure, case: Case, known: dict[str, list[Figure]])
                 name,
                 verdict,
                 f"{ours} vs {same['case']} {value:.4g} {unit} ({off:+.1%}, {relation} {tol:.0%}){convention}",
-                evidence=REFERENCE,
+                evidence=evidence,
                 explained=case.explain.get(name.replace(" ", "_"), "") if verdict == "disagree" else "",
             )
         )
