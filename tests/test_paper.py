@@ -226,6 +226,12 @@ def test_derived_rows_compute_from_their_figures(table: pd.DataFrame, committed:
     assert table.loc["coissue_pair_count_sm120", "measured"] > 0
 
 
+def test_a_derived_row_takes_the_worst_status_of_its_figures() -> None:
+    assert paper._worst(["verified", "consistent"]) == "consistent"  # not verified by one verified part
+    assert paper._worst(["consistent", "unverified", "verified"]) == "unverified"
+    assert paper._worst(["verified", "contradicted"]) == "contradicted" and paper._worst([]) == "unverified"
+
+
 def test_rederived_figures_stand_on_the_committed_samples(committed: tuple) -> None:
     found = committed[0].set_index("figure")
     raw = tables.read("raw", sorted((H200 / "sm_90a" / "power").rglob("raw.parquet")))

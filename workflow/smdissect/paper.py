@@ -26,7 +26,7 @@ from .config import load_yaml
 from .derived import pipelines as pipes
 from .errors import SmdissectError
 from .pipeline import REFERENCE, reference
-from .tables import parse_params
+from .tables import STATUS_RANK, parse_params
 
 MAP = "reference/paper_map.yaml"
 DERIVED = Path(derived.__file__).parent  # the derivers: the metric names they can give are their string literals
@@ -63,7 +63,6 @@ UNIT_FACTORS: dict[tuple[str, str], float] = {
     ("cycle/way", "cycle"): 1.0,
     **{(u, "count"): 1.0 for u in ("warp", "loads", "ilp", "groups", "sm", "copies", "CTAs")},
 }
-STATUS_RANK = {"verified": 0, "unverified": 1, "contradicted": 2}  # a derivation's status: the worst of its figures
 COLUMNS = [
     "id",
     "quantity",
@@ -406,7 +405,7 @@ def _convert(value: float, unit: str, to: str) -> float | None:
 
 
 def _worst(statuses: Iterable[str]) -> str:
-    return max(statuses, key=lambda s: STATUS_RANK.get(s, 0), default="unverified")
+    return max(statuses, key=lambda s: STATUS_RANK.get(s, 0), default="unverified")  # the worst
 
 
 def _counterpart(
@@ -455,7 +454,7 @@ def _counterpart(
 def _named_figure(row: str, figures: pd.DataFrame) -> pd.DataFrame:
     """The figures that stand for a row a manifest or deriver names (its `paper` column), verified first."""
     mine = figures[figures["paper"].fillna("") == row]
-    return mine.iloc[sorted(range(len(mine)), key=lambda i: STATUS_RANK.get(mine["status"].iloc[i], 3))]
+    return mine.iloc[sorted(range(len(mine)), key=lambda i: STATUS_RANK.get(mine["status"].iloc[i], len(STATUS_RANK)))]
 
 
 def account(
