@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 from conftest import ARCHS, ROOT, assert_profile_budget, assert_sass_claims, listing, raw_frame
 from smdissect import archs, catalog, device, figures, markup, ncu, parse, sass, tables
-from smdissect.checks import judge
 from smdissect.derived import async_ as derived
+from smdissect.figure_model import judge
 from smdissect.tables import canonical_params
 from smdissect.views import async_ as view
 

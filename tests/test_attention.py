@@ -12,7 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import ARCHS, ROOT, assert_sass_claims, listing, raw_frame
-from smdissect import catalog, figures, pipeline, sass, tables
+from smdissect import catalog, figures, paper, sass, tables
+from smdissect.figure_model import Figure
 from smdissect.views import attention as view
 
 CASES = catalog.load(ROOT / "kernels", "attention")
@@ -108,11 +109,11 @@ def real_shaped_run() -> pd.DataFrame:
     return raw_frame(rows, arch="sm_90a", category="attention", iterations=64)
 
 
-def judged(raw: pd.DataFrame) -> dict[str, figures.Figure]:
+def judged(raw: pd.DataFrame) -> dict[str, Figure]:
     return {f.name: f for f in figures.compute(CASES, {"raw": raw}, {}, "sm_90a", "NVIDIA H200")}
 
 
-def split(found: dict[str, figures.Figure], metric: str) -> figures.Figure:
+def split(found: dict[str, Figure], metric: str) -> Figure:
     (hit,) = [f for f in found.values() if f.case == "tile_full" and f.metric == metric]
     return hit
 
@@ -153,7 +154,7 @@ def figures_frame(raw: pd.DataFrame) -> pd.DataFrame:
 def test_view_on_a_real_shaped_run() -> None:
     raw = real_shaped_run()
     table = figures_frame(raw)
-    html = dict(view.sections({"raw": raw, "figures": table, "reference": pipeline.reference(ROOT / "kernels")}))
+    html = dict(view.sections({"raw": raw, "figures": table, "reference": paper.reference(ROOT / "kernels")}))
     part = html["FlashAttention-2 tile loop: softmax vs tensor core per tile"]
     assert "<svg" in part and "paper sm_120" in part and "63.1" in part and ">40.00<" in part
     assert "tile_full QK + PV removed" in part and "tile_no_qk_no_pv cycles_per_tile" in part

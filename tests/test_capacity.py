@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 from conftest import ROOT, raw_frame
 from smdissect import catalog, figures, tables
-from smdissect.checks import judge
 from smdissect.derived import memory as derived
+from smdissect.figure_model import Figure, judge
 
 CASES = catalog.load(ROOT / "kernels", "memory")
 RUN = ROOT / "reports" / "h200" / "tables" / "sm_90a" / "memory"
@@ -41,7 +41,7 @@ def chase(levels: dict[int, float], stride: int = 0) -> pd.DataFrame:
     return raw_frame(rows, iterations=32768)
 
 
-def judged(raw: pd.DataFrame, gpu: str = "NVIDIA H200") -> dict[str, tuple[figures.Figure, str, str]]:
+def judged(raw: pd.DataFrame, gpu: str = "NVIDIA H200") -> dict[str, tuple[Figure, str, str]]:
     """Every memory figure of `raw` by name, with its status and reason from all its checks."""
     return {f.name: (f, *judge(f.checks)) for f in figures.compute(CASES, {"raw": raw}, {}, "sm_90a", gpu)}
 

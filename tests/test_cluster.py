@@ -14,6 +14,7 @@ import pytest
 from conftest import ARCHS, ROOT, assert_profile_budget, assert_sass_claims, raw_frame
 from smdissect import catalog, figures, markup, sass, tables
 from smdissect.derived.cluster import sm_groups
+from smdissect.figure_model import Figure
 from smdissect.tables import canonical_params
 from smdissect.views import cluster as view
 
@@ -112,7 +113,7 @@ UNITS = {
     "sm_groups": "group",
     "group_of_sm": "sm",
 }
-SMEM_READ = figures.Figure(
+SMEM_READ = Figure(
     case="smem_read",
     metric="bandwidth_per_sm",
     unit="B/cycle/SM",
@@ -128,7 +129,7 @@ SMEM_READ = figures.Figure(
 
 def judged(
     rows: list[tuple[str, dict[str, int], str, list[float]]],
-    memory: list[figures.Figure] | None = None,
+    memory: list[Figure] | None = None,
     status: pd.DataFrame | None = None,
 ) -> dict[str, pd.DataFrame]:
     """The frames a page of a run of these rows gets: raw (each metric in its unit), status and judged figures
@@ -216,7 +217,7 @@ def test_local_shared_bandwidth_agrees_with_memory_or_is_contradicted() -> None:
     f = by_name(judged(run_rows()))
     local = f.loc["smem_read_local bandwidth_per_sm at cluster=2"]
     assert local["status"] == "verified" and "same work: agree" in local["checks"]  # 128 vs 126.8 B/cycle/SM
-    slow = figures.Figure(**(SMEM_READ.__dict__ | {"value": 100.0, "checks": []}))
+    slow = Figure(**(SMEM_READ.__dict__ | {"value": 100.0, "checks": []}))
     off = by_name(judged(run_rows(), memory=[slow])).loc["smem_read_local bandwidth_per_sm at cluster=2"]
     assert off["status"] == "contradicted" and "memory/smem_read" in off["reason"]
 

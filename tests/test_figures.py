@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 from conftest import FIXTURES, ROOT, raw_frame
 from smdissect import catalog, figures, sass, tables
-from smdissect.checks import PLATEAU, REFERENCE, SELF, Check, judge, reference_checks
+from smdissect.checks import PLATEAU, reference_checks
+from smdissect.figure_model import REFERENCE, SELF, Check, Figure, judge, points
 
 RUN = ROOT / "reports" / "h200" / "tables" / "sm_90a"
 
@@ -44,7 +45,7 @@ def opcode_counts(kernel: list[sass.Instruction]) -> Counter[str]:
     return Counter(i.opcode for i in kernel)
 
 
-def judged(probe: catalog.Case, kernel: list[sass.Instruction], ops: int, raw: pd.DataFrame) -> list[figures.Figure]:
+def judged(probe: catalog.Case, kernel: list[sass.Instruction], ops: int, raw: pd.DataFrame) -> list[Figure]:
     """The figures of a probe case whose kernel is `kernel` (`ops` claimed instructions per pass), measured as `raw`."""
     rows = sass.check(probe, opcode_counts(kernel), ops, sass.loop_opcodes(kernel))
     checks = tables.frame(
@@ -69,7 +70,7 @@ def test_a_fused_add_chain_is_contradicted_by_its_sass_and_its_parts(broken: dic
     kernel = broken["fused_add64"]
     assert sass.count(sass.loop_opcodes(kernel), "IADD3") < 2 * 128
     probe = case(sass={"expect": {"IADD3": "== 2*ops"}}, measures=["latency"], built_from=["iadd3"])
-    iadd3 = figures.Figure(
+    iadd3 = Figure(
         case="iadd3",
         metric="latency",
         unit="cycle",
@@ -102,9 +103,7 @@ def dram_read(kept: int | None = None) -> tuple[catalog.Case, pd.DataFrame]:
 def test_a_bandwidth_sweep_cut_before_its_plateau_is_contradicted() -> None:
     read, raw = dram_read(6)  # 1..32 CTAs: DRAM bandwidth still doubles with every step
     assert read.saturate, "dram_read must name the axes its peak saturates along"
-    (peak,) = [
-        f for f in figures.case_figures(read, raw, figures.points(raw)) if f.kind == "peak" and f.metric == "bandwidth"
-    ]
+    (peak,) = [f for f in figures.case_figures(read, raw, points(raw)) if f.kind == "peak" and f.metric == "bandwidth"]
     found = figures.compute([read], {"raw": raw}, {}, "sm_90a", "NVIDIA H200")
     (judged_peak,) = [f for f in found if f.name == peak.name]
     status, reason = judge(judged_peak.checks)
@@ -183,7 +182,7 @@ def test_each_rule_gives_its_figures() -> None:
     raw = raw_frame(
         [("sweep", {"n": n}, m, [float(n)] * 3) for n in (1, 2, 3) for m in ("latency", "share")], unit="cycle"
     )
-    found = figures.case_figures(probe, raw, figures.points(raw))
+    found = figures.case_figures(probe, raw, points(raw))
     assert [f.name for f in found] == ["sweep latency at n=1", "sweep latency at n=2", "sweep latency at n=3"]
     assert [f.kind for f in found] == ["each"] * 3
 

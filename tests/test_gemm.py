@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 from conftest import ARCHS, ROOT, assert_sass_claims, listing
 from smdissect import archs, catalog, device, figures, markup, protocol, run, sass, tables
-from smdissect.checks import judge
+from smdissect.figure_model import Figure, judge
 from smdissect.views import gemm as view
 
 CASES = catalog.load(ROOT / "kernels", "gemm")
@@ -158,11 +158,11 @@ def bf16_rows(mn: int, k: int, cutlass: float, cublas: float) -> list:
     ]
 
 
-def judged(raw: pd.DataFrame, arch: str = "sm_90a", gpu: str = "NVIDIA H200") -> dict[str, figures.Figure]:
+def judged(raw: pd.DataFrame, arch: str = "sm_90a", gpu: str = "NVIDIA H200") -> dict[str, Figure]:
     return {f.name: f for f in figures.compute(CASES, {"raw": raw}, {}, arch, gpu)}
 
 
-def one(found: dict[str, figures.Figure], metric: str, params: str = "") -> figures.Figure:
+def one(found: dict[str, Figure], metric: str, params: str = "") -> Figure:
     """The figure of a metric (at `params`, for one with a figure per point)."""
     (hit,) = [f for f in found.values() if f.metric == metric and (not params or f.params == params)]
     return hit

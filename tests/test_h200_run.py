@@ -8,7 +8,7 @@ import re
 import pandas as pd
 import pytest
 from conftest import ROOT
-from smdissect import files, headlines, pipeline, tables
+from smdissect import files, headlines, paper, tables
 
 RUN = ROOT / "reports" / "h200" / "tables" / "sm_90a"
 PAGES = ROOT / "reports" / "h200"
@@ -50,7 +50,7 @@ def test_each_page_counts_its_figures_and_shows_no_contradicted_one_as_a_finding
 
 
 def test_readme_headlines_are_the_committed_figures(figures: pd.DataFrame) -> None:
-    block = headlines.markdown(headlines.table(figures, pipeline.reference(ROOT / "kernels")), figures)
+    block = headlines.markdown(headlines.table(figures, paper.reference(ROOT / "kernels")), figures)
     readme = (ROOT / "README.md").read_text()
     start, end = files.markers("headlines")
     assert f"{start}\n{block}\n{end}" in readme, (

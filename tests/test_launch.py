@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 from conftest import ARCHS, ROOT, assert_profile_budget, listing
 from smdissect import catalog, figures, pipeline, sass, tables
-from smdissect.checks import judge
 from smdissect.derived import launch as derived
+from smdissect.figure_model import judge
 from smdissect.tables import canonical_params
 from smdissect.views import launch as view
 

@@ -17,8 +17,8 @@ import pandas as pd
 import pytest
 from conftest import ARCHS, ROOT, assert_profile_budget, assert_sass_claims, listing, raw_frame
 from smdissect import catalog, figures, latency_modes, sass, tables
-from smdissect.checks import judge
 from smdissect.derived import memory as derived
+from smdissect.figure_model import Figure, judge
 from smdissect.views import memory as view
 
 CASES = catalog.load(ROOT / "kernels", "memory")
@@ -158,14 +158,14 @@ def run_raw() -> pd.DataFrame:
     return tables.read("raw", sorted(RUN.glob("*/raw.parquet")))
 
 
-def judged(raw: pd.DataFrame) -> dict[str, figures.Figure]:
+def judged(raw: pd.DataFrame) -> dict[str, Figure]:
     """Every figure of the memory category on `raw` (with the committed run's counter checks), by name."""
     crossval = tables.read("crossval", [RUN / "crossval.parquet"])
     found = figures.compute(CASES, {"raw": raw, "crossval": crossval}, {}, "sm_90a", "NVIDIA H200")
     return {f.name: f for f in found}
 
 
-def derived_by_name(raw: pd.DataFrame, generic: list[figures.Figure] | None = None) -> dict[str, figures.Figure]:
+def derived_by_name(raw: pd.DataFrame, generic: list[Figure] | None = None) -> dict[str, Figure]:
     """The memory deriver's figures on `raw`, by name, with the checks it made itself (before the generic ones)."""
     return {f.name: f for f in derived.figures({"raw": raw}, generic or [])}
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import ROOT
-from smdissect import catalog, figures, paper, tables
+from smdissect import catalog, figure_model, figures, paper, tables
 from smdissect.errors import SmdissectError
 
 KERNELS = ROOT / "kernels"
@@ -38,7 +38,7 @@ def _recomputed(category: str, arch: str = "sm_90a") -> pd.DataFrame:
     others = {}
     for other in catalog.referenced_categories(KERNELS, category):
         raw = tables.read("raw", sorted((H200 / arch / other).rglob("raw.parquet")))
-        by_point = figures.points(raw)
+        by_point = figure_model.points(raw)
         others[other] = [f for c in catalog.load(KERNELS, other) for f in figures.case_figures(c, raw, by_point)]
     first = frames["raw"].iloc[0]
     found = figures.compute(catalog.load(KERNELS, category), frames, others, str(first["arch"]), str(first["gpu"]))

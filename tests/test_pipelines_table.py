@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import ARCHS, ROOT
 from smdissect import catalog, checks, figures, sass, tables
-from smdissect.checks import judge
+from smdissect.figure_model import Figure, judge
 
 CASES = catalog.load(ROOT / "kernels", "pipelines")
 FAMILIES = ["convert", "fastmath", "fp32", "fp64", "half", "integer", "predicate", "sfu", "simd", "uniform", "warp"]
@@ -103,7 +103,7 @@ RUN = ROOT / "reports" / "h200" / "tables" / "sm_90a"
 
 
 @pytest.fixture(scope="module")
-def committed() -> list[figures.Figure]:
+def committed() -> list[Figure]:
     """Every figure of the committed H200 run's pipelines tables (no SASS checks: those are rebuilt elsewhere)."""
     raw_paths = sorted((RUN / "pipelines").glob("*/raw.parquet"))
     if not raw_paths:
@@ -115,7 +115,7 @@ def committed() -> list[figures.Figure]:
     return figures.compute(CASES, frames, {}, "sm_90a", "NVIDIA H200")
 
 
-def test_every_measured_chain_row_has_its_knees(committed: list[figures.Figure]) -> None:
+def test_every_measured_chain_row_has_its_knees(committed: list[Figure]) -> None:
     names = {f.name: f for f in committed}
     for case in (c for c in TABLE if not c.unsupported("sm_90a")):
         for warps in (min(case.sweep["warps"]), max(case.sweep["warps"])):
@@ -129,7 +129,7 @@ def test_every_measured_chain_row_has_its_knees(committed: list[figures.Figure])
     assert names["iadd3 ILP knee at warps=32"].value == 1  # the ALU pipe (2/cycle/SM) is full at ILP 1
 
 
-def test_a_latency_below_a_part_it_is_built_from_is_contradicted(committed: list[figures.Figure]) -> None:
+def test_a_latency_below_a_part_it_is_built_from_is_contradicted(committed: list[Figure]) -> None:
     latency = {f.case: f for f in committed if f.metric == "latency" and f.kind == "point"}
     cases = {c.id: c for c in CASES}
     judged = 0

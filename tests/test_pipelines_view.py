@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 from conftest import ARCHS, ROOT, assert_sass_claims, listing, raw_frame, run_cli
 from smdissect import catalog, figures, sass, tables
-from smdissect.checks import judge
 from smdissect.derived import pipelines as derive
+from smdissect.figure_model import Figure, judge
 from smdissect.views import pipelines
 
 FAMILIES = ["coissue", "subnormal", "dispatch"]
@@ -178,7 +178,7 @@ def _dispatch_rows() -> list[tuple[str, dict, str, float]]:
     return rows
 
 
-def _run(raw: pd.DataFrame) -> list[figures.Figure]:
+def _run(raw: pd.DataFrame) -> list[Figure]:
     """Every figure of the pipelines category on `raw`, judged as the figures stage judges them."""
     return figures.compute(CASES, {"raw": raw}, {}, "sm_90a", "NVIDIA H200")
 

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from conftest import ARCHS, FIXTURES, ROOT, assert_sass_claims
 from smdissect import catalog, figures, markup, power, sass, tables
-from smdissect.checks import REFERENCE, judge
+from smdissect.figure_model import REFERENCE, Figure, judge
 from smdissect.views import power as view
 
 CASES = catalog.load(ROOT / "kernels", "power")
@@ -169,7 +169,7 @@ def test_efficiency_at_the_most_sms() -> None:
     assert "idle" not in eff.index
 
 
-def judged(raw: pd.DataFrame, others: dict | None = None) -> dict[str, figures.Figure]:
+def judged(raw: pd.DataFrame, others: dict | None = None) -> dict[str, Figure]:
     return {f.name: f for f in figures.compute(CASES, {"raw": raw}, others or {}, "sm_90a", "NVIDIA H200")}
 
 
@@ -252,7 +252,7 @@ def test_view_on_a_real_shaped_run() -> None:
 
 def test_same_work_as_the_tensorcore_bf16_mma() -> None:
     raw = raw_frame(MODELS)  # bf16 TFLOPS at 132 SMs: 3 x 132 = 396
-    near = figures.Figure(
+    near = Figure(
         case="mma_bf16_f32",
         metric="tflops",
         unit="TFLOPS",
@@ -267,7 +267,7 @@ def test_same_work_as_the_tensorcore_bf16_mma() -> None:
     found = judged(raw, {"tensorcore": [near]})
     (same,) = [c for c in found["power_bf16_mma peak tflops"].checks if c.name == "same work"]
     assert same.verdict == "agree" and same.evidence == REFERENCE
-    far = figures.Figure(**(near.__dict__ | {"value": 500.0}))
+    far = Figure(**(near.__dict__ | {"value": 500.0}))
     found = judged(raw, {"tensorcore": [far]})
     status, reason = judge(found["power_bf16_mma peak tflops"].checks)
     assert status == "contradicted" and "tensorcore/mma_bf16_f32" in reason

@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 from conftest import ARCHS, FLAGS, ROOT, raw_frame
 from smdissect import catalog, controlcodes, figures, sass, tables
-from smdissect.checks import judge
 from smdissect.derived import scheduler as scheduler_figures
+from smdissect.figure_model import Figure, judge
 from smdissect.views import scheduler
 
 KERNELS = ROOT / "kernels"
@@ -141,7 +141,7 @@ def _raw(scoreboard_step: bool = True) -> pd.DataFrame:
     )
 
 
-def _figures(raw: pd.DataFrame) -> list[figures.Figure]:
+def _figures(raw: pd.DataFrame) -> list[Figure]:
     """Every figure of the scheduler category on `raw`, judged as the figures stage judges them."""
     return figures.compute(CASES, {"raw": raw}, {}, "sm_90a", "NVIDIA H200")
 

@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 from conftest import ROOT, raw_frame
 from smdissect import catalog, crossval, figures, tables
-from smdissect.checks import SPREAD, judge
+from smdissect.checks import SPREAD
+from smdissect.figure_model import Figure, judge
 
 RUN = ROOT / "reports" / "h200" / "tables" / "sm_90a"
 
@@ -51,7 +52,7 @@ def test_a_peak_at_its_documented_rate_is_verified_and_above_it_contradicted() -
 
 def test_two_categories_apart_on_one_pipes_rate_are_contradicted() -> None:
     probe = case("scheduler", same_as=[{"case": "pipelines/ffma", "metric": "throughput"}], peak="pipe:fma")
-    theirs = figures.Figure("ffma", "throughput", "warp_inst/cycle/SM", "peak", "ffma peak throughput", 3.96, 0, 9, "")
+    theirs = Figure("ffma", "throughput", "warp_inst/cycle/SM", "peak", "ffma peak throughput", 3.96, 0, 9, "")
     raw = raw_frame(
         [("probe", {"ilp": ilp, "warps": 32}, "throughput", [3.5] * 9) for ilp in (4, 8)], unit="warp_inst/cycle/SM"
     )
@@ -67,7 +68,7 @@ def test_a_peak_under_what_a_library_reaches_on_the_same_card_is_contradicted() 
         [("probe", {"ilp": ilp, "warps": 32}, "throughput", [3.5] * 9) for ilp in (4, 8)], unit="warp_inst/cycle/SM"
     )
     for lib, want in ((3.0, "agree"), (3.9, "disagree")):
-        theirs = figures.Figure("lib", "throughput", "warp_inst/cycle/SM", "peak", "lib peak throughput", lib, 0, 9, "")
+        theirs = Figure("lib", "throughput", "warp_inst/cycle/SM", "peak", "lib peak throughput", lib, 0, 9, "")
         found = figures.compute([probe], {"raw": raw}, {"gemm": [theirs]}, "sm_90a", "NVIDIA H200")
         (check,) = [c for c in next(f for f in found if f.kind == "peak").checks if c.name == "floor"]
         assert check.verdict == want and "at least" in check.detail, check

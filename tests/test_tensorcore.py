@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 from conftest import ARCHS, ROOT, raw_frame
 from smdissect import catalog, figures, pipeline, sass, tables
-from smdissect.checks import judge
 from smdissect.derived import tensorcore as derived
+from smdissect.figure_model import Figure, judge
 from smdissect.views import tensorcore as view
 
 WGMMA = ["wgmma", "wgmma_fp8", "wgmma_int", "wgmma_sp"]
@@ -198,11 +198,11 @@ def real_shaped_run() -> pd.DataFrame:
     return frame(rows, UNITS)
 
 
-def judged(raw: pd.DataFrame) -> list[figures.Figure]:
+def judged(raw: pd.DataFrame) -> list[Figure]:
     return figures.compute(CASES, {"raw": raw}, {}, "sm_90a", "NVIDIA H200")
 
 
-def by_name(found: list[figures.Figure]) -> dict[str, figures.Figure]:
+def by_name(found: list[Figure]) -> dict[str, Figure]:
     return {f.name: f for f in found}
 
 
@@ -249,7 +249,7 @@ def test_the_checks_catch_a_hoisted_fp8_mma_and_an_unsaturated_emulation() -> No
     assert [c.verdict for c in plateau] == ["agree"] and "tensor peak" in plateau[0].detail
 
 
-def figures_frame(found: list[figures.Figure]) -> pd.DataFrame:
+def figures_frame(found: list[Figure]) -> pd.DataFrame:
     prov = {"gpu": "NVIDIA H200", "arch": "sm_90a", "category": "tensorcore"}
     return tables.frame("figures", figures.rows(found, prov))
 

@@ -5,17 +5,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from . import archs
 from .catalog import Case
+from .figure_model import REFERENCE, SELF, Check, Figure, Point, figure_for
 from .run import CLOCK_DRIFT_MHZ
 from .tables import canonical_params, parse_params, point_text
-
-if TYPE_CHECKING:
-    from .figures import Figure, Point
 
 BOUND_TOLERANCE = 0.02  # a rate may exceed its peak (or a latency undercut its parts) by this share: timing noise
 PLATEAU = 0.05  # a peak at the end of an axis has levelled when the point before it is within this share
@@ -23,58 +20,6 @@ SPREAD = 0.10  # a figure's samples (max - min) may spread by this share of its 
 SAME_WORK = 0.05  # two cases running the same work agree within this share unless the manifest says otherwise
 # crossval checks that read the same launch's counters: they show the kernel did what its manifest says
 SAME_LAUNCH = {"cycles", "slope", "pipe", "instructions", "cpi", "counter"}
-# What a check's agreement is evidence of: REFERENCE is independent of the measuring kernel (a documented value or
-# ceiling of the arch, a second method: another case or category, a library, NVML, the device's attributes) and
-# verifies a figure; SELF is the same launch's counters, which make it consistent; a check with neither (SASS, a
-# bound, the plateau, the parts it is built from, the spread) can only contradict.
-REFERENCE, SELF = "reference", "self"
-
-
-@dataclass(frozen=True)
-class Check:
-    """One check of a figure: its name, verdict (agree / disagree / n/a), what it saw, and what an agreement is
-    evidence of (REFERENCE verifies, SELF makes consistent, '' only rules out)."""
-
-    name: str
-    verdict: str
-    detail: str
-    evidence: str = ""
-    explained: str = ""  # why a disagreement is expected (the manifest's explain): it then contradicts nothing
-
-    def text(self) -> str:
-        """'name: verdict (detail)' as pages and the table show it."""
-        note = f"; expected: {self.explained}" if self.explained and self.verdict == "disagree" else ""
-        return f"{self.name}: {self.verdict} ({self.detail}{note})"
-
-
-def judge(checks: list[Check]) -> tuple[str, str]:
-    """A figure's status and its reason from all its checks: contradicted by any unexplained disagreement, verified
-    by an agreeing REFERENCE check, consistent by agreeing counters of the same launch alone, else unverified with
-    which independent reference is missing (tables.STATUS_MEANING)."""
-    against = [c for c in checks if c.verdict == "disagree" and not c.explained]
-    if against:
-        return "contradicted", "; ".join(f"{c.name}: {c.detail}" for c in against)
-    confirmed = [c for c in checks if c.verdict == "agree" and c.evidence == REFERENCE]
-    if confirmed:
-        return "verified", "; ".join(f"{c.name}: {c.detail}" for c in _first_per_name(confirmed))
-    limits = [f"{c.name}: {c.detail} ({c.explained})" for c in checks if c.verdict == "disagree"]
-    missing = [f"{c.name}: {c.detail}" for c in checks if c.evidence == REFERENCE and c.verdict == "n/a"]
-    why = "; ".join(dict.fromkeys([*limits, *missing][:3])) or NO_REFERENCE
-    own = [c.name for c in checks if c.verdict == "agree" and c.evidence == SELF]
-    if own:
-        return "consistent", f"the launch's own counters agree ({', '.join(dict.fromkeys(own))}); {why}"
-    return "unverified", why
-
-
-NO_REFERENCE = "no independent reference: no documented value, library or other case measures this quantity"
-
-
-def _first_per_name(checks: list[Check]) -> list[Check]:
-    """One check of each name, the first, in order."""
-    first: dict[str, Check] = {}
-    for c in checks:
-        first.setdefault(c.name, c)
-    return list(first.values())
 
 
 def applies(kernel_params: str, point: str) -> bool:
@@ -402,8 +347,6 @@ def point_checks(
 def reference_checks(figure: Figure, case: Case, known: dict[str, list[Figure]]) -> list[Check]:
     """Checks against other cases' figures: no latency below the parts it is built from, and the same rate as a
     case running the same work (`known`: figures by category)."""
-    from .figures import figure_for
-
     out = []
     if figure.metric == "latency" and figure.kind != "each":
         for ref in case.built_from:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import figures
+from . import figure_model, figures
 from .archs import SCHEDULERS
 from .catalog import Case
 from .ncu import pipe_metric
@@ -216,7 +216,7 @@ def figure_points(cases: list[Case], raw: pd.DataFrame) -> dict[str, list[dict[s
     its peak, one per point) and counters can check it (`counted`): what ncu profiles beside the profiled sweeps."""
     if raw.empty:
         return {}
-    by_point = figures.points(raw)
+    by_point = figure_model.points(raw)
     out = {}
     for case in cases:
         mine = raw[raw["case"] == case.id]

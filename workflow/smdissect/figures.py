@@ -6,15 +6,14 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
-from . import stats
+from . import derived, stats
 from .catalog import Case
-from .checks import Check, judge, point_checks, point_clocks, reference_checks, run_flags, second_method
+from .checks import point_checks, point_clocks, reference_checks, run_flags, second_method
+from .figure_model import Check, Figure, Point, judge, points
 from .tables import FIGURE_STATUSES, point_text
 
 RATE_UNITS = ("/cycle", "/s", "TFLOPS")  # a metric in such a unit peaks over its sweep by default
@@ -25,50 +24,6 @@ CHAIN_METHODS = {
     "throughput": "ILP independent chains x warps in one CTA on one SM: extra warp instructions per extra cycle "
     "between two body lengths",
 }
-
-
-@dataclass
-class Figure:
-    """One reported number: what it is, its value and spread, how it was derived, and what checked it."""
-
-    case: str
-    metric: str
-    unit: str
-    kind: str  # point (the case's only point), peak (best over the sweep), each (one point of a sweep), derived
-    name: str
-    value: float
-    spread: float  # max - min of the samples it stands on (absolute, in its unit)
-    samples: int
-    derivation: str
-    params: str = ""  # the point it was taken at (canonical JSON); "" for a figure derived over a sweep
-    points: tuple[str, ...] = ()  # every point it stands on (the checks of those points apply to it)
-    method: str = ""
-    paper: str = ""
-    checks: list[Check] = field(default_factory=list)
-    companion: str = ""  # the metric at whose peak this figure was taken ({at: metric}): not a peak of its own
-    resolution: float = math.nan  # the smallest step its measurement resolves (a host timer's): no digit below it
-    clock_mhz: float = math.nan  # the SM clock its timed launches ran at (clock64 over %globaltimer), NaN if untimed
-    inner_spread: float = math.nan  # its point's spread less the lowest and highest sample (stats.inner_spread)
-
-
-@dataclass(frozen=True)
-class Point:
-    """The samples of one metric at one parameter point of a case."""
-
-    params: str
-    value: float  # median
-    spread: float
-    samples: int
-
-
-def points(raw: pd.DataFrame) -> dict[tuple[str, str], list[Point]]:
-    """(case, metric) -> its points in sweep order, each with the median, spread and count of its samples."""
-    if raw.empty:
-        return {}
-    out: dict[tuple[str, str], list[Point]] = {}
-    for r in stats.summary(raw, ["case", "metric", "params"], sort=False).itertuples(index=False):
-        out.setdefault((r.case, r.metric), []).append(Point(r.params, float(r.value), float(r.spread), int(r.samples)))
-    return out
 
 
 def rule(case: Case, metric: str, unit: str, n_points: int) -> str | dict[str, str]:
@@ -172,14 +127,6 @@ def case_figures(case: Case, raw: pd.DataFrame, by_point: dict[tuple[str, str], 
     return [f for m in metrics for f in headline(case, m, units[m], by_point[(case.id, m)], peaks)]
 
 
-def figure_for(figures: Iterable[Figure], case: str, metric: str, params: str = "") -> Figure | None:
-    """The figure of a case's metric: its point or peak (or, for a metric with one figure per point, the one at
-    `params`)."""
-    found = [f for f in figures if f.case == case and f.metric == metric and f.kind != "derived"]
-    exact = [f for f in found if f.kind in ("point", "peak") or f.params == params]
-    return exact[0] if exact else None
-
-
 def compute(
     cases: list[Case],
     frames: dict[str, pd.DataFrame],
@@ -189,8 +136,6 @@ def compute(
 ) -> list[Figure]:
     """Every figure of one category (generic and derived), each judged: `frames` holds the category's raw, crossval
     and the run arch's sass_checks tables; `others` the figures of the categories its cases refer to."""
-    from . import derived
-
     raw = frames.get("raw", pd.DataFrame())
     if raw.empty:
         return []

@@ -25,10 +25,10 @@ from . import catalog, derived
 from .config import load_yaml
 from .derived import pipelines as pipes
 from .errors import SmdissectError
-from .pipeline import REFERENCE, reference
 from .tables import STATUS_RANK, parse_params
 
 MAP = "reference/paper_map.yaml"
+REFERENCE = "reference/seed_sm120.csv"
 DERIVED = Path(derived.__file__).parent  # the derivers: the metric names they can give are their string literals
 
 # Why a row of the paper has no counterpart here: the only reasons a map entry may give.
@@ -231,6 +231,16 @@ FORMULAS: dict[str, Formula] = {
 
 
 # --- the map: load and check -------------------------------------------------------------------------------------
+
+
+def reference(kernels: Path) -> pd.DataFrame:
+    """The paper's published figures (reference/seed_sm120.csv beside the kernels folder)."""
+    path = kernels.parent / REFERENCE
+    if not path.exists():
+        raise SmdissectError(
+            f"{path} not found: point --kernels at the checkout's kernels/ folder ({REFERENCE} lies beside it)"
+        )
+    return pd.read_csv(path)
 
 
 def read_map(path: Path) -> dict[str, Any]:

@@ -256,7 +256,7 @@ def find(kind: str, folder: Path) -> list[Path]:
 VERDICTS = ("agree", "disagree", "not-applicable")
 FIGURE_STATUSES = ("verified", "consistent", "unverified", "contradicted")
 STATUS_RANK = {s: i for i, s in enumerate(FIGURE_STATUSES)}  # verified best; a derivation takes its worst
-# What each status means, as every page and the README say it (checks.judge gives them).
+# What each status means, as every page and the README say it (figure_model.judge gives them).
 STATUS_MEANING = {
     "verified": "an independent reference agrees within its tolerance: a documented value or ceiling of the arch, or "
     "a second method (another case or category, a library, NVML, the device's attributes)",

@@ -4,10 +4,10 @@ per category, registered here by name."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from ..figure_model import Figure
 from . import (  # async_: a keyword
     async_,
     attention,
@@ -22,10 +22,7 @@ from . import (  # async_: a keyword
     tensorcore,
 )
 
-if TYPE_CHECKING:
-    from ..figures import Figure
-
-Deriver = Callable[[dict[str, pd.DataFrame], list["Figure"]], list["Figure"]]
+Deriver = Callable[[dict[str, pd.DataFrame], list[Figure]], list[Figure]]
 DERIVERS: dict[str, Deriver] = {
     "async": async_.figures,
     "attention": attention.figures,

@@ -12,8 +12,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..checks import PLATEAU, Check
-from ..figures import Figure
+from ..checks import PLATEAU
+from ..figure_model import Check, Figure
 from ..tables import canonical_params, parse_params, point_text
 from . import samples as s
 

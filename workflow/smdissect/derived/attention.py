@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..figures import Figure
+from ..figure_model import Figure
 from .samples import at, keep, make, params_of, samples
 
 METRIC = "cycles_per_tile"

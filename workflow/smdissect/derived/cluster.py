@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .. import latency_modes
-from ..figures import Figure
+from ..figure_model import Figure
 from ..tables import parse_params
 from . import samples as s
 

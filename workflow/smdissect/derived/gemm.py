@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .. import archs
-from ..figures import Figure
+from ..figure_model import Figure
 from .samples import at, column, from_values, keep, make, params_of, point_of, run_of, samples
 
 FORMATS = {"gemm_bf16": "bf16", "gemm_nvfp4": "e2m1"}  # the tensor format each GEMM case runs

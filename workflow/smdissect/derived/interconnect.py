@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from .. import catalog
-from ..figures import Figure
+from ..figure_model import Figure
 from ..tables import canonical_params, parse_params
 from . import samples as s
 

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..figures import Figure
+from ..figure_model import Figure
 from ..tables import parse_params
 from . import samples as s
 

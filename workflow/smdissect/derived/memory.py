@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from .. import archs, catalog, latency_modes, stats
-from ..checks import REFERENCE, Check, limit, on_plateau, plateau_check
-from ..figures import Figure, points
+from ..checks import limit, on_plateau, plateau_check
+from ..figure_model import REFERENCE, Check, Figure, points
 from ..tables import canonical_params, kb_text, parse_params, point_text
 from .samples import from_values, keep, make, point_of, run_of, samples
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..archs import ISSUE_RATE
-from ..figures import Figure
+from ..figure_model import Figure
 from ..tables import parse_params, point_text
 
 KNEE = 0.9  # the ILP knee: the smallest ILP reaching this share of the best throughput at one warp count

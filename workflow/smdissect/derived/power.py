@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 
 from .. import power
-from ..checks import REFERENCE, Check, point_clocks
-from ..figures import Figure
+from ..checks import point_clocks
+from ..figure_model import REFERENCE, Check, Figure
 from ..tables import canonical_params
 from .samples import at, keep, make, params_of, samples
 

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .. import archs
-from ..figures import Figure
+from ..figure_model import Figure
 from ..tables import point_text
 
 Part = Callable[[pd.DataFrame, dict[str, str]], list[Figure]]

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from ..figures import Figure
+from ..figure_model import Figure
 from ..tables import point_text
 from .pipelines import (
     KNEE,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .. import archs, tables
-from ..figures import Figure
+from ..figure_model import Figure
 from .pipelines import KNEE, chain_points, knee_figures, method_of, num, robust, series
 from .samples import at, keep, make, point_of, run_of, samples
 from .scheduler import saturation_warps
