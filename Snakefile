@@ -65,6 +65,7 @@ rule all:
     input:
         expand("reports/{gpu}/index.html", gpu=GPUS),
         expand("reports/{gpu}/compare-paper.html", gpu=PLAN.arch_of),
+        expand("reports/{gpu}/gpgpusim-diff.html", gpu=PLAN.arch_of),
         expand("reports/{gpu}/{category}.html", gpu=GPUS, category=PLAN.families),
         ["reports/gpus.html"] + [f"reports/compare/{GPUS[0]}-vs-{g}.html" for g in GPUS[1:]] if len(GPUS) > 1 else [],
 

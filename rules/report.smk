@@ -32,7 +32,9 @@ rule index:
         figures=lambda wildcards: planned_tables("figures", wildcards.gpu),
         reference="reference/seed_sm120.csv",
     output:
-        report("reports/{gpu}/index.html", caption="../reports/templates/index.rst", category="smdissect"),
+        page=report("reports/{gpu}/index.html", caption="../reports/templates/index.rst", category="smdissect"),
+        roofline="reports/{gpu}/roofline.json",  # the roofline file and its page, written beside the index
+        roofline_page="reports/{gpu}/roofline.html",
     params:
         skipped=json.dumps(PLAN.skipped),
         provenance=lambda wildcards: json.dumps(PLAN.provenance(wildcards.gpu)),
@@ -44,7 +46,7 @@ rule index:
     conda:
         ENV
     shell:
-        "smdissect index --kernels kernels --gpu {wildcards.gpu} --out {output}"
+        "smdissect index --kernels kernels --gpu {wildcards.gpu} --out {output.page}"
         " --categories {params.categories} --archs {params.archs} --run-arch={params.run_arch:q}"
         " --raw {input.raw} --status {input.status} --figures {input.figures}"
         " --skipped {params.skipped:q} --provenance {params.provenance:q} 2> {log}"
@@ -98,3 +100,37 @@ rule compare:
     shell:
         "smdissect compare --a results/{wildcards.a} --b results/{wildcards.b} --out {output}"
         " 2> {log}"
+
+
+# model: the measured GPU as data (reports/<gpu>/model.json, every field of the seed paper's appendix with its
+# evidence), and the GPGPU-Sim config written from it with its diff against Accel-Sim's published one.
+rule model:
+    input:
+        figures=lambda wildcards: planned_tables("figures", wildcards.gpu),
+        status=lambda wildcards: planned_tables("status", wildcards.gpu),
+        fields="reference/model_fields.yaml",
+        appendix="reference/seed_sm120_appendix.csv",
+    output:
+        "reports/{gpu}/model.json",
+    log:
+        "logs/report/{gpu}/model.log",
+    conda:
+        ENV
+    shell:
+        "smdissect export --tables results/{wildcards.gpu} --out {output} 2> {log}"
+
+
+rule simconfig:
+    input:
+        model=rules.model.output[0],
+        accelsim=expand("reference/accelsim/SM90_H100.{file}", file=["gpgpusim.config", "trace.config"]),
+    output:
+        "reports/{gpu}/gpgpusim.config",
+        "reports/{gpu}/trace.config",
+        "reports/{gpu}/gpgpusim-diff.html",
+    log:
+        "logs/report/{gpu}/simconfig.log",
+    conda:
+        ENV
+    shell:
+        "smdissect simconfig --model {input.model} --out reports/{wildcards.gpu} 2> {log}"

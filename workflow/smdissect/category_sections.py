@@ -9,7 +9,7 @@ import html
 import pandas as pd
 
 from . import stats
-from .charts import chunks, svg
+from .charts import SERIES, chunks, svg
 from .evidence import counts_line, figure_rows, headline_rows, param
 from .markup import cell_text, empty, fold, number, share, table
 from .tables import VERDICTS, point_text
@@ -85,7 +85,7 @@ def status(status: pd.DataFrame, elsewhere: dict[str, str]) -> str:
 
 def ilp_chart(raw: pd.DataFrame, cases: pd.DataFrame | None) -> str:
     """Median throughput against ILP at the fewest warps of each sweep (where ILP alone hides latency): one chart per
-    pipe, at most ten cases each."""
+    pipe, at most charts.SERIES cases each."""
     import altair as alt  # the pages' machine has it; a GPU machine making tables may not
 
     thr = raw[raw["metric"] == "throughput"].copy()
@@ -119,7 +119,11 @@ def ilp_chart(raw: pd.DataFrame, cases: pd.DataFrame | None) -> str:
                 )
                 .properties(width=240, height=180)
             )
-            out.append(svg(chart))
+            described = (
+                f"Median throughput ({unit}, log scale) against ILP (1 to {int(data['ilp'].max())}, log 2) at the "
+                f"fewest warps of each sweep, one line per case on pipe {name}: {', '.join(some)}."
+            )
+            out.append(svg(chart, described, f"Throughput over ILP, {label}"))
     warps = ", ".join(sorted({cell_text(w) for w in data["warps"]}))
     return (
         f"<p>Throughput (log) against ILP (log 2) at the fewest warps of each case's sweep (warps={warps}); the "
@@ -143,20 +147,31 @@ def stalls(stalls: pd.DataFrame) -> str:
     first["reason"] = first["reason"].where(first["reason"].isin(top), "other")
     first["point"] = first["case"] + " " + first["params"].map(point_text)
     bars = first.groupby(["point", "reason"], as_index=False)["value"].sum()
-    chart = (
-        alt.Chart(bars)
+    reasons = bars.groupby("reason")["value"].sum().sort_values(ascending=False).index.tolist()
+    order = bars.groupby("point")["value"].sum().sort_values(ascending=False).index.tolist()
+    halves = chunks(reasons, (len(reasons) + 1) // 2) if len(reasons) > SERIES else [reasons]
+    panels = [
+        alt.Chart(bars[bars["reason"].isin(some)], title=f"stall reasons {', '.join(some[:2])}, ...")
         .mark_bar()
         .encode(
-            y=alt.Y("point:N", title=None),
+            y=alt.Y("point:N", title=None, sort=order),
             x=alt.X("sum(value):Q", title="warp cycles per issued instruction"),
-            color=alt.Color("reason:N"),
+            color=alt.Color("reason:N", sort=some, scale=alt.Scale(domain=some)),
             order=alt.Order("reason:N"),
         )
-        .properties(width=520)
+        .properties(width=300, height=alt.Step(11))
+        for some in halves
+    ]
+    chart = alt.hconcat(*panels).resolve_scale(color="independent") if len(panels) > 1 else panels[0]
+    described = (
+        f"Stacked bars of warp cycles per issued instruction at the first profiled point of each of "
+        f"{bars['point'].nunique()} cases, largest total first, split by stall reason over {len(panels)} panel(s) of "
+        f"at most {SERIES} reasons: {', '.join(reasons)} (the {STALL_REASONS} largest; the rest summed as other)."
     )
+    chart = chart.properties(title="Stall reasons at each case's first profiled point")
     dominant = st.sort_values("value", ascending=False).drop_duplicates(["case", "params"])
     dominant = dominant.sort_values(["case", "params"])
-    return svg(chart) + fold(
+    return svg(chart, described) + fold(
         f"the dominant stall reason at each of {len(dominant)} profiled points",
         table(dominant.assign(value=dominant["value"].map(number), share=[share(v, 1) for v in dominant["share"]])),
     )

@@ -190,10 +190,10 @@ def cmd_figures(args: argparse.Namespace) -> None:
 
 def cmd_headlines(args: argparse.Namespace) -> None:
     """Print the headline figures of a run's figures tables as the README's table, or write it into --readme."""
-    from . import headlines
+    from . import headlines, paper
 
     figures = tables.read("figures", tables.find("figures", Path(args.tables)))
-    block = headlines.markdown(headlines.table(figures, pipeline.reference(Path(args.kernels))), figures)
+    block = headlines.markdown(headlines.table(figures, paper.reference(Path(args.kernels))), figures)
     if args.readme:
         headlines.update(Path(args.readme), block)
     else:
@@ -238,6 +238,36 @@ def cmd_compare(args: argparse.Namespace) -> None:
     pipeline.compare_page(Path(args.a), args.b, Path(args.kernels), args.categories, Path(args.out))
 
 
+def cmd_export(args: argparse.Namespace) -> None:
+    """Write the model of a run's figures (model.json: every field of the seed paper's appendix, with evidence)."""
+    from . import model
+
+    model.export(Path(args.tables), Path(args.out), Path(args.kernels))
+
+
+def cmd_simconfig(args: argparse.Namespace) -> None:
+    """Write a GPGPU-Sim gpgpusim.config and trace.config from a model file, and their diff against Accel-Sim's."""
+    from . import simconfig
+
+    simconfig.write(Path(args.model), Path(args.out), Path(args.kernels))
+
+
+def cmd_roofline(args: argparse.Namespace) -> None:
+    """Write the roofline file of a run's figures (roofline.json: each ceiling measured and documented) and, with
+    --page, the roofline page drawn from it."""
+    from . import markup, roofline, roofline_page
+
+    found = tables.find("figures", Path(args.tables))
+    if not found:
+        raise SmdissectError(f"--tables {args.tables} holds no figures.parquet: give results/<gpu>/ or its copy")
+    figures = tables.read("figures", found)
+    data = roofline.build(figures)
+    roofline.write(data, Path(args.out))
+    if args.page:
+        nav = markup.navigation(sorted(figures["category"].unique()), "roofline")
+        roofline_page.render(Path(args.page), data, nav)
+
+
 def cmd_paper_map(args: argparse.Namespace) -> None:
     """Write the page of the seed paper's sections against smdissect's categories (docs/paper-map.md)."""
     from . import files, paper
@@ -275,8 +305,10 @@ READS: dict[Callable[[argparse.Namespace], None], tuple[str, ...]] = {
 }
 # Every other option's help: by name, or by "<stage>.<name>" where a stage means something else by it.
 HELP = {
-    "a": "a result folder holding figures.parquet tables (results/<gpu>/ or reports/<gpu>/tables/)",
-    "b": "what --a is set against: paper (the seed paper's sm_120 figures; the default) or a second result folder",
+    "a": "a result folder holding figures.parquet tables (results/<gpu>/ or reports/<gpu>/tables/), or a model file "
+    "(model.json)",
+    "b": "what --a is set against: paper (the seed paper's sm_120 figures; the default), a second result folder or a "
+    "model file",
     "compare.categories": "only these categories (default: every category --a holds)",
     "report.categories": "the run's categories, which the page header links (default: this one)",
     "index.categories": "the run's categories, one row and one link each",
@@ -299,6 +331,11 @@ HELP = {
     "build.listing": "where to write the family's kernel listing (JSON), one path per --arch",
     "listings": "kernel listings (the .json beside each binary), any number",
     "meta": "the profile's provenance JSON",
+    "roofline.out": "where to write the roofline file (reports/<gpu>/roofline.json)",
+    "page": "where to write the roofline page drawn from it (reports/<gpu>/roofline.html; default: none)",
+    "model": "a model file (reports/<gpu>/model.json, from smdissect export)",
+    "export.out": "where to write the model (reports/<gpu>/model.json)",
+    "simconfig.out": "the folder to write gpgpusim.config, trace.config and gpgpusim-diff.html into",
     "profile.meta": "where to write the profile's provenance JSON",
     "profile.ncu": "the Nsight Compute executable",
     "ncu_version": "ncu's version line, recorded as provenance (default: asked from --ncu)",
@@ -322,6 +359,7 @@ HELP = {
     "skipped": "the stages the plan skipped, each with why, as a JSON object",
     "source": "the family's source (.cu)",
     "tables": "a folder whose figures.parquet tables to read, searched recursively (reports/h200/tables)",
+    "export.tables": "a folder whose figures and status tables to read, searched recursively (results/<gpu>/)",
 }
 
 
@@ -401,6 +439,9 @@ def parser() -> argparse.ArgumentParser:
             ("kernels", {"default": "kernels"}),
             ("categories", many),
         ],
+        cmd_export: ["tables", "out", ("kernels", {"default": "kernels"})],
+        cmd_simconfig: ["model", "out", ("kernels", {"default": "kernels"})],
+        cmd_roofline: ["tables", "out", ("page", {"default": ""})],
         cmd_paper_map: ["out", ("kernels", {"default": "kernels"})],
         cmd_features: [("out", {"default": archs.FEATURES_HEADER})],
         cmd_archs: [

@@ -40,6 +40,44 @@ def figures_in(folder: Path) -> pd.DataFrame:
     return tables.read("figures", paths)
 
 
+def is_model(path: Path) -> bool:
+    """Whether a compared set is a model file (model.json) rather than a result folder."""
+    return path.suffix == ".json"
+
+
+def model_set(path: Path, kernels: Path) -> pd.DataFrame:
+    """A model file's measured parameters, or the model of a result folder's figures, as a comparison takes them: one
+    row per field keyed by its section (as `category`) and name (as `figure`)."""
+    from . import model
+
+    if is_model(path):
+        m = model.read(path)
+    else:
+        status = tables.read("status", tables.find("status", path))
+        m = model.build(figures_in(path), status, path.name, kernels)
+    rows = [
+        {
+            "category": field.split(".", 1)[0],
+            "figure": field.split(".", 1)[1],
+            "case": ", ".join(dict.fromkeys(f"{f['category']}/{f['case']}" for f in p["evidence"]["figures"])),
+            "metric": ", ".join(dict.fromkeys(f["metric"] for f in p["evidence"]["figures"])),
+            "unit": p["unit"],
+            "params": "",
+            "kind": p["evidence"]["how"],
+            "value": p["value"],
+            "spread": math.nan if p["spread"] is None else p["spread"],
+            "status": p["status"],
+            "reason": p["reason"],
+            "paper": "",
+            "gpu": m["gpu"]["name"],
+            "arch": m["gpu"]["arch"],
+        }
+        for field, p in model.parameters(m).items()
+        if p["value"] is not None
+    ]
+    return pd.DataFrame(rows, columns=COLUMNS).sort_values(KEYS, ignore_index=True)
+
+
 def result_set(figures: pd.DataFrame) -> pd.DataFrame:
     """A set of figures as a comparison takes it: the compared columns, one row per figure in key order."""
     return figures[COLUMNS].sort_values(KEYS, ignore_index=True)

@@ -82,9 +82,9 @@ def figure_table(
 
 
 def headline_rows(rows: pd.DataFrame) -> pd.DataFrame:
-    """Headline or key-finding rows (headlines.table) for display: values as a person writes them, badges."""
-    out = shown(rows).assign(paper_sm120=rows["paper_sm120"].map(number)).drop(columns=["figure", "resolution"])
-    return out.rename(columns={"paper_sm120": "paper (RTX PRO 5000, another GPU)"})
+    """Headline or key-finding rows (headlines.table) for display: values as a person writes them, badges; the
+    paper's figures (another GPU's) are on compare-paper.html only."""
+    return shown(rows).drop(columns=["figure", "resolution", "paper_sm120"], errors="ignore")
 
 
 def readable(df: pd.DataFrame, spreads: dict[str, str], values: tuple[str, ...] = ()) -> pd.DataFrame:

@@ -32,8 +32,12 @@ header.nav a{margin-right:.6em} header.nav b{margin-right:.6em}
 nav.toc{font-size:13px;background:#f7f7f7;padding:.3em .8em;display:inline-block}
 nav.toc ol{margin:.2em 0;padding-left:1.4em;columns:2 24em;column-gap:2em}
 p.lede{color:#444;max-width:1000px}
-details{margin:.4em 0} summary{cursor:pointer;color:#0645ad}
+details{margin:.4em 0} summary{cursor:pointer;color:#0645ad} div.chart{display:inline-block;vertical-align:top;
+max-width:100%;margin:0 1em .5em 0} td{overflow-wrap:anywhere} td span[class^=s-]{white-space:nowrap}
 table.sortable th{cursor:pointer} input.filter{font-size:12px;margin:.3em 0;width:22em}
+.glance{display:grid;grid-template-columns:minmax(0,2fr) minmax(0,3fr);gap:0 2em;align-items:start}
+.glance h2,#trust h2{margin:.3em 0 .2em;font-size:1.25em} table.sheet th,#peaks td{white-space:nowrap}
+span.why{color:#666;font-size:12px} p.tolerance{font-size:13px;margin:.3em 0} #trust td{padding:1px 6px}
 """
 
 # Click a header of a sortable table to sort by it; type into a filter box to keep the rows that contain the text.
@@ -49,19 +53,27 @@ const q=e.target.value.toLowerCase();for(const r of e.target.nextElementSibling.
 r.hidden=q!==''&&!r.textContent.toLowerCase().includes(q)});
 </script>"""
 SORTABLE_ROWS = 12  # tables longer than this sort by a click on a header
-FILTER_ROWS = 30  # and longer than this get a filter box
+FILTER_ROWS = 30  # and longer than this get a filter box, and are folded
 JSON_POINT = re.compile(r"\{\"[^{}]*\}")
+EXPONENT = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?[eE][-+]?\d+(?![\w.])")  # 1.5e+07 in a text: written out
+ROWS_FOLD = re.compile(r'<details class="rows"><summary>[^<]*</summary>(.*?)</details><!--rows-->', re.S)
+
+
+def plain(text: str) -> str:
+    """A text with every number in scientific notation written out (1.5e+07 -> 15000000)."""
+    return EXPONENT.sub(lambda m: _trimmed(_positional(float(m.group(0)), 4)), text)
 
 
 def cell_text(value: object) -> str:
-    """A cell as text: blanks for missing, integers whole, other floats to 4 significant digits."""
+    """A cell as text: blanks for missing, integers whole, other floats to 4 significant digits (never an
+    exponent)."""
     if value is None or (not isinstance(value, str) and pd.isna(value)):
         return ""
     if isinstance(value, numbers.Integral):
         return str(value)
     if isinstance(value, float):
-        return str(int(value)) if value.is_integer() and abs(value) < 1e12 else f"{value:.4g}"
-    return "" if value == "{}" else JSON_POINT.sub(lambda m: point_text(m.group(0)), str(value))
+        return str(int(value)) if value.is_integer() and abs(value) < 1e12 else _trimmed(_positional(value, 4))
+    return "" if value == "{}" else plain(JSON_POINT.sub(lambda m: point_text(m.group(0)), str(value)))
 
 
 def _cell(column: str, value: object, raw: bool = False) -> str:
@@ -82,8 +94,11 @@ def table(df: pd.DataFrame, raw: tuple[str, ...] = ()) -> str:
     rows = ("".join(_cell(c, v, h) for (c, h), v in zip(cols, r, strict=True)) for r in df.itertuples(index=False))
     body = "".join(f"<tr>{r}</tr>" for r in rows)
     sortable = ' class="sortable"' if len(df) > SORTABLE_ROWS else ""
-    box = '<input class="filter" type="search" placeholder="filter rows">' if len(df) > FILTER_ROWS else ""
-    return f"{box}<table{sortable}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    drawn = f"<table{sortable}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    if len(df) <= FILTER_ROWS:
+        return drawn
+    box = '<input class="filter" type="search" placeholder="filter rows">'
+    return f'<details class="rows"><summary>{len(df):,} rows</summary>{box}{drawn}</details><!--rows-->'
 
 
 def table_of(df: pd.DataFrame) -> str:
@@ -98,13 +113,15 @@ def deftable(pairs: dict[str, str]) -> str:
 
 
 def fold(summary: str, body: str) -> str:
-    """Evidence a reader opens on demand: `body` under a one-line `summary` (HTML)."""
-    return f"<details><summary>{summary}</summary>{body}</details>"
+    """Evidence a reader opens on demand: `body` under a one-line `summary` (HTML); a long table's own fold inside
+    it is opened (one click, not two)."""
+    opened = ROWS_FOLD.sub(r"\1", body)
+    return f"<details><summary>{summary}</summary>{opened}</details>"
 
 
 def empty(text: str) -> str:
     """Why a section shows nothing."""
-    return f'<p class="empty">{html.escape(text)}</p>'
+    return f'<p class="empty">{html.escape(plain(text))}</p>'
 
 
 def anchor(title: str) -> str:
@@ -129,9 +146,11 @@ def sections(parts: list[tuple[str, str]]) -> str:
     return _toc([t for t, _ in shown]) + "".join(_section(t, b) for t, b in shown)
 
 
-def navigation(categories: list[str], current: str, prefix: str = "") -> str:
-    """The header of every page: the index and every category, the current one in bold."""
-    links = [(f"{prefix}index.html", "index"), *((f"{prefix}{c}.html", c) for c in categories)]
+def navigation(categories: list[str], current: str, prefix: str = "", gpus: str = "") -> str:
+    """The header of every page: the index, the roofline, every category and the paper comparison (beside the
+    other GPU's), the current one in bold; with `gpus` (its href), the page over every GPU of the run."""
+    pages = ("index", "roofline", *categories, "compare-paper")
+    links = [(f"{prefix}{p}.html", p) for p in pages] + ([(gpus, "gpus")] if gpus else [])
     items = "".join(
         f"<b>{html.escape(name)}</b>"
         if name == current
@@ -151,18 +170,27 @@ def document(title: str, body: str, nav: str = "") -> str:
 
 
 def number(value: float, digits: int = 4, resolution: float = math.nan) -> str:
-    """A figure as a person writes it: `digits` significant figures (4.000, 23.00, 0.5000), whole numbers beyond
-    them (43167), an exponent only outside 1e-3 .. 1e7; to the decimal of its `resolution` where it has one (a
-    host timer's 0.01 us: 0.40)."""
+    """A figure as a person writes it: `digits` significant figures (4.000, 23.00, 0.5000, 0.0001546), whole numbers
+    beyond them (43167), never an exponent; to the decimal of its `resolution` where it has one (a host timer's
+    0.01 us: 0.40)."""
     if value is None or pd.isna(value):
         return ""
     if resolution and not math.isnan(resolution):
         return f"{value:.{max(0, -math.floor(math.log10(resolution)))}f}"
-    if value != 0 and not 1e-3 <= abs(value) < 1e7:
-        return f"{value:.{digits - 1}e}"
-    if abs(value) >= 10**digits:
+    return _positional(value, digits)
+
+
+def _positional(value: float, digits: int) -> str:
+    """`value` to `digits` significant figures in positional notation, whole beyond them."""
+    if abs(value) >= 10**digits - 0.5:
         return f"{value:.0f}"
-    return f"{value:#.{digits}g}".rstrip(".")
+    places = digits - 1 - (math.floor(math.log10(abs(value))) if value else 0)
+    return f"{value:.{max(0, places)}f}"
+
+
+def _trimmed(text: str) -> str:
+    """A positional number without trailing zeros after its point (4.500 -> 4.5, 2.000 -> 2)."""
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def share(spread: float, value: float) -> str:

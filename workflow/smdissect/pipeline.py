@@ -12,19 +12,8 @@ import pandas as pd
 from . import build, catalog, controlcodes, crossval, device, files, ncu, parse, run, sass, tables
 from .errors import SmdissectError
 
-REFERENCE = "reference/seed_sm120.csv"
 Points = dict[str, list[dict[str, int]]]  # case id -> parameter points (crossval.figure_points)
 ROOT = Path(__file__).resolve().parents[2]  # the checkout: its git commit is every row's `commit`
-
-
-def reference(kernels: Path) -> pd.DataFrame:
-    """The paper's published figures (reference/seed_sm120.csv beside the kernels folder)."""
-    path = kernels.parent / REFERENCE
-    if not path.exists():
-        raise SmdissectError(
-            f"{path} not found: point --kernels at the checkout's kernels/ folder ({REFERENCE} lies beside it)"
-        )
-    return pd.read_csv(path)
 
 
 def family_cases(kernels: Path, category: str, family: str) -> list[catalog.Case]:
@@ -289,10 +278,12 @@ def report_page(
     provenance: dict[str, Any],
     categories: list[str],
     elsewhere: dict[str, str] | None = None,
+    gpus: str = "",
 ) -> None:
     """One category's HTML page from whatever tables exist for it; `categories` are the run's pages the header
-    links, `elsewhere` maps a static reason to the page of another run that measured those points."""
-    from . import report
+    links, `elsewhere` maps a static reason to the page of another run that measured those points, `gpus` is the
+    href of the run's page over several GPUs (where there is one)."""
+    from . import paper, report
 
     cases = catalog.load(kernels, category)
     frames = {kind: tables.read(kind, paths) for kind, paths in inputs.items() if paths}
@@ -302,11 +293,11 @@ def report_page(
             for c in cases
         ]
     )
-    frames["reference"] = reference(kernels)
+    frames["reference"] = paper.reference(kernels)
     if "raw" in frames:
         provenance = raw_provenance(frames["raw"]) | provenance
     title = catalog.title(kernels, category)
-    report.render_category(out, category, title, frames, skipped, provenance, categories, elsewhere or {})
+    report.render_category(out, category, title, frames, skipped, provenance, categories, elsewhere or {}, gpus)
 
 
 def raw_provenance(raw: pd.DataFrame) -> dict[str, str]:
@@ -330,15 +321,17 @@ def index_page(
     skipped: dict[str, str],
     provenance: dict[str, Any],
     out: Path,
+    gpus: str = "",
 ) -> None:
-    """The index of one GPU's reports: categories with verdicts and coverage, the paper's key tables from the
-    measured data beside its sm_120 and sm_90 figures, and every planned point not measured."""
-    from . import compare, coverage, evidence, headlines, report
+    """The index of one GPU's reports: the device, its peaks and how much to trust them, categories with verdicts
+    and coverage, the paper's key tables from the measured data beside its sm_120 and sm_90 figures, and every
+    planned point not measured; and beside it the roofline file and page (`gpus`: as in report_page)."""
+    from . import compare, coverage, evidence, headlines, paper, report, sheet
 
     cases = catalog.load_all(kernels, categories)
     frames = {kind: tables.read(kind, inputs.get(kind, [])) for kind in ("raw", "status", "figures")}
     figures = frames["figures"]
-    published = reference(kernels)
+    published = paper.reference(kernels)
     cov = coverage.coverage(cases, archs, run_arch, frames["status"], skipped.get("run", "not run"))
     pages = [
         {
@@ -364,7 +357,19 @@ def index_page(
         headlines.table(figures, published),
         run_arch,
         paper_tables(figures, frames["status"], kernels),
+        sheet.glance(figures, roofline_files(figures, out.parent, categories, gpus)),
+        gpus,
     )
+
+
+def roofline_files(figures: pd.DataFrame, folder: Path, categories: list[str], gpus: str = "") -> dict[str, Any]:
+    """Write a run's roofline file and page (roofline.json, roofline.html) into `folder`; the roofline."""
+    from . import markup, roofline, roofline_page
+
+    data = roofline.build(figures)
+    roofline.write(data, folder / "roofline.json")
+    roofline_page.render(folder / "roofline.html", data, markup.navigation(categories, "roofline", gpus=gpus))
+    return data
 
 
 def paper_tables(figures: pd.DataFrame, status: pd.DataFrame, kernels: Path) -> dict[str, pd.DataFrame]:
@@ -372,7 +377,7 @@ def paper_tables(figures: pd.DataFrame, status: pd.DataFrame, kernels: Path) -> 
     coverage in the paper's terms and its sections."""
     from . import paper
 
-    published = reference(kernels)
+    published = paper.reference(kernels)
     table = paper.accounting(figures, published, status, kernels)
     return {
         "table": table,
@@ -383,10 +388,21 @@ def paper_tables(figures: pd.DataFrame, status: pd.DataFrame, kernels: Path) -> 
     }
 
 
-def compare_page(a: Path, b: str, kernels: Path, categories: list[str], out: Path) -> None:
-    """The diff page of two result sets (folders of figures tables), or of one against the paper (`b` = 'paper')."""
+def compare_page(a: Path, b: str, kernels: Path, categories: list[str], out: Path, gpus: str = "") -> None:
+    """The diff page of two result sets (folders of figures tables), of one against the paper (`b` = 'paper'), or of
+    two models (a model file on either side: a folder is compared as its model, field by field); `gpus` is the href
+    of the run's page over several GPUs, from `out`."""
     from . import compare, markup, report
+    from .paper import reference
 
+    if compare.is_model(a) or compare.is_model(Path(b)):
+        if b == compare.PAPER:
+            raise SmdissectError(
+                "--b paper takes a result folder as --a: give --b a second model file or result folder"
+            )
+        left, right = (compare.model_set(p, kernels) for p in (a, Path(b)))
+        report.render_compare(out, (_set_name(left, a), _set_name(right, b)), compare.diff(left, right), "")
+        return
     figures = compare.figures_in(a)
     categories = compare_categories(figures, a, categories)
     figures = figures[figures["category"].isin(categories)]
@@ -403,13 +419,13 @@ def compare_page(a: Path, b: str, kernels: Path, categories: list[str], out: Pat
             paper["generation"],
             paper["coverage"],
             paper["structure"],
-            markup.navigation(categories, ""),
+            markup.navigation(categories, "compare-paper", gpus=gpus),
         )
         return
     left = compare.result_set(figures)
     right = compare.result_set(compare.figures_in(Path(b)))
     right = right[right["category"].isin(categories)]
-    nav = markup.navigation(categories, "", f"../{a.name}/")
+    nav = markup.navigation(categories, "", f"../{a.name}/", gpus)
     report.render_compare(out, (_set_name(left, a), _set_name(right, b)), compare.diff(left, right), nav)
 
 
@@ -424,10 +440,17 @@ def compare_categories(figures: pd.DataFrame, where: Path, asked: list[str]) -> 
     return asked or found
 
 
-def gpus_page(folders: list[Path], out: Path) -> None:
-    """One page over several GPUs' result folders (device: all): each GPU, its coverage, and links to its index and
-    to the comparison of the first GPU with each other one."""
-    from . import report
+def gpus_page(folders: list[Path], out: Path, others: dict[str, tuple[Path, str]] | None = None) -> None:
+    """One page over several GPUs' result folders (device: all): the peer-to-peer findings of every folder and of
+    `others` (a label -> the result folder of another run on the same host and the href of its index), the
+    differences the comparison of the first GPU with each other one flags, then each GPU, its coverage, and links."""
+    from . import compare, report
+
+    runs = {f.name: compare.figures_in(f) for f in folders} | {
+        k: compare.figures_in(f) for k, (f, _) in (others or {}).items()
+    }
+    left = compare.result_set(runs[folders[0].name])
+    diffs = {f.name: compare.diff(left, compare.result_set(runs[f.name])) for f in folders[1:]}
 
     rows = []
     for folder in folders:
@@ -441,7 +464,8 @@ def gpus_page(folders: list[Path], out: Path) -> None:
             }
         )
     categories = sorted({p.parent.name for p in tables.find("figures", folders[0])})
-    report.render_gpus(out, pd.DataFrame(rows), [f.name for f in folders], categories)
+    links = {k: href for k, (_, href) in (others or {}).items()}
+    report.render_gpus(out, pd.DataFrame(rows), [f.name for f in folders], categories, runs, diffs, links)
 
 
 def _set_name(figures: pd.DataFrame, where: Path | str) -> str:

@@ -11,9 +11,11 @@ from typing import cast
 import pandas as pd
 
 from . import category_sections as common
+from . import evidence
 from .evidence import STATUS_COLUMNS, headline_rows, readable
 from .files import write_text
 from .markup import badge, deftable, document, empty, fold, navigation, number, sections, share, table, table_of
+from .sheet import TOLERANCE, Glance
 from .tables import FIGURE_STATUSES, STATUS_MEANING, TABLES
 from .views import view_of
 
@@ -51,10 +53,11 @@ def render_category(
     provenance: dict[str, str],
     categories: list[str],
     elsewhere: dict[str, str],
+    gpus: str = "",
 ) -> None:
     """Write one category's report page (`tables` holds the category's tables and the paper's `reference`): findings
     first, then the view's evidence, coverage, and the long evidence tables folded; `elsewhere` maps a static
-    reason to the page of a run that measured those points."""
+    reason to the page of a run that measured those points, `gpus` is the href of the run's page over its GPUs."""
     from . import headlines
 
     def part(name: str, render: Callable[[pd.DataFrame], str]) -> str:
@@ -96,7 +99,7 @@ def render_category(
         ("Setup", deftable(provenance)),
     ]
     body = _lede(title, provenance, skipped) + sections(parts)
-    write_text(out, document(f"{title} ({category})", body, navigation(categories, category)))
+    write_text(out, document(f"{title} ({category})", body, navigation(categories, category, gpus=gpus)))
 
 
 def _coverage_line(coverage: pd.DataFrame, run_arch: str | None) -> str:
@@ -163,6 +166,42 @@ def status_legend(counts: dict[str, int]) -> str:
     return f"<table><tr><th>status</th><th>figures ({total:,})</th><th>what it means</th></tr>{rows}</table>"
 
 
+def _badges(df: pd.DataFrame) -> pd.DataFrame:
+    """A table's status columns as badges."""
+    return df.assign(**{c: df[c].map(lambda s: badge(s) if s in FIGURE_STATUSES else "") for c in df if "status" in c})
+
+
+def _device_sheet(glance: Glance) -> str:
+    """The device sheet: each value with its figure's status, where it comes from on hover, and why where a value
+    is not recorded."""
+    rows = "".join(
+        f'<tr><th>{html.escape(f.quantity)}</th><td title="{html.escape(f.source, quote=True)}">'
+        + (f'{html.escape(f.value)} <span class="why">({html.escape(f.source)})</span>' if f.value == "not recorded"
+           else f"{html.escape(f.value)} {badge(f.status) if f.status else ''}")
+        + "</td></tr>"
+        for f in glance.device
+    )  # fmt: skip
+    return f'<table class="prov sheet">{rows}</table>'
+
+
+def first_screen(glance: Glance | None, totals: dict[str, int]) -> str:
+    """The index's first screen: the device sheet and the trust summary, then the peaks of every compute ceiling
+    against its documented one and each memory level's latency and bandwidth."""
+    trust = status_legend(totals) + f'<p class="tolerance">{html.escape(TOLERANCE)}</p>'
+    if glance is None:
+        return f'<div class="glance"><section id="trust"><h2>How much to trust the figures</h2>{trust}</section></div>'
+    peaks = (
+        table(_badges(glance.compute), raw=("status",))
+        + table(_badges(glance.levels), raw=("latency status", "bandwidth status"))
+        + '<p><a href="roofline.html">The roofline: every ceiling, measured beside documented</a></p>'
+    )
+    return (
+        f'<div class="glance"><section id="device"><h2>The device</h2>{_device_sheet(glance)}</section>'
+        f'<section id="peaks"><h2>Peaks against the documented ceilings</h2>{peaks}</section></div>'
+        f'<section id="trust"><h2>How much to trust the figures</h2>{trust}</section>'
+    )
+
+
 def render_index(
     out: Path,
     gpu: str,
@@ -175,10 +214,13 @@ def render_index(
     headlines: pd.DataFrame,
     run_arch: str | None,
     paper: dict[str, pd.DataFrame],
+    glance: Glance | None,
+    gpus: str = "",
 ) -> None:
-    """Write the index page: what this GPU is like (headline figures), the method, each category's key findings,
-    the coverage (also in the paper's terms), the instruction table and the cross-generation finding; `paper` holds
-    the paper's 'generation', 'coverage' and 'structure' tables (smdissect.paper)."""
+    """Write the index page: the device, its peaks and how much to trust them (`glance`, the first screen), what
+    this GPU is like (headline figures), the method, each category's key findings, the coverage (also in the paper's
+    terms), the instruction table and the cross-generation finding; `paper` holds the paper's 'generation',
+    'coverage' and 'structure' tables (smdissect.paper)."""
     title = f"smdissect: {gpu}"
     listing = table(_category_rows(pages), raw=("category",)) if pages else empty("no category pages")
     counts = [cast(dict[str, int], p.get("figures") or {}) for p in pages]
@@ -190,7 +232,6 @@ def render_index(
             "Headline figures",
             table(headline_rows(headlines), raw=("status",)) if len(headlines) else empty("no figures"),
         ),
-        ("What the statuses mean", status_legend(totals)),
         ("Method and setup", f"<p>{html.escape(METHOD)}</p>{deftable(provenance)}"),
         ("Categories", listing),
         (
@@ -226,31 +267,90 @@ def render_index(
         ),
         (
             "Planned points not measured",
-            fold(f"{len(not_measured)} points, with why", table(not_measured)) if len(not_measured) else empty("none"),
+            fold(
+                f"{int(not_measured['points'].sum()):,} points in {len(not_measured)} groups, with why",
+                table(not_measured),
+            )
+            if len(not_measured)
+            else empty("none"),
         ),
     ]
-    body = _lede(title, provenance, skipped) + sections(parts)
-    write_text(out, document(title, body, navigation([str(p["category"]) for p in pages], "index")))
+    body = _lede(title, provenance, skipped) + first_screen(glance, totals) + sections(parts)
+    write_text(out, document(title, body, navigation([str(p["category"]) for p in pages], "index", gpus=gpus)))
 
 
-def render_gpus(out: Path, gpus: pd.DataFrame, folders: list[str], categories: list[str]) -> None:
-    """Write the page over several GPUs of one run: each GPU's folder, identity and coverage, with links."""
+PEER_METRICS = ("bandwidth", "link_share")  # a peer-to-peer finding: a copy's rate between two GPUs, its link share
+
+
+def peer_rows(runs: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The peer-to-peer findings of every run, one row per figure and a column per run: each copy's bandwidth
+    between two different GPUs at its largest size and its share of the NVLink peak, with their statuses."""
+    rows = []
+    for run, figures in runs.items():
+        mine = figures[(figures["category"] == "interconnect") & figures["metric"].isin(PEER_METRICS)]
+        for f in mine.itertuples(index=False):
+            src, dst, size = (evidence.param(f.params, k) for k in ("src", "dst", "size_mb"))
+            largest = mine.loc[mine["case"] == f.case, "params"].map(lambda q: evidence.param(q, "size_mb") or 0).max()
+            if f.metric == "bandwidth" and (src == dst or (size or 0) < largest):
+                continue
+            rows.append({"figure": f.figure, "unit": f.unit, run: f"{number(f.value)} {badge(str(f.status))}"})
+    if not rows:
+        return pd.DataFrame()
+    return pd.DataFrame(rows).groupby(["figure", "unit"], as_index=False, sort=False).first().fillna("")
+
+
+def render_gpus(
+    out: Path,
+    gpus: pd.DataFrame,
+    folders: list[str],
+    categories: list[str],
+    runs: dict[str, pd.DataFrame],
+    diffs: dict[str, pd.DataFrame],
+    others: dict[str, str],
+) -> None:
+    """Write the page over several GPUs of one run: the peer-to-peer findings of every run (`runs`, folders and
+    `others`), the differences flagged between the first GPU and each other one (`diffs`), then each GPU's folder,
+    identity and coverage, with links to every page (`others`: the index of another run on the same host)."""
+    from .compare import RELATIVE_FLOOR
+
     title = "smdissect: every GPU of this run"
     listing = gpus.assign(
         folder=[f'<a href="{html.escape(f, quote=True)}/index.html">{html.escape(f)}</a>' for f in gpus["folder"]]
     )
+    peers = peer_rows(runs)
+    flagged = ""
+    for other, diff in diffs.items():
+        rows = diff[diff["flagged"]]
+        href = html.escape(f"compare/{folders[0]}-vs-{other}.html", quote=True)
+        shown = rows.assign(**{c: rows[c].map(number) for c in ("value_a", "value_b", "ratio")})
+        flagged += (
+            f"<p><b>{len(rows)}</b> of {len(diff)} figures of {html.escape(folders[0])} differ from "
+            f'{html.escape(other)}\'s beyond both spreads and {RELATIVE_FLOOR:.0%} (<a href="{href}">the '
+            f"comparison</a>).</p>"
+            + (table(shown[["category", "figure", "unit", "value_a", "value_b", "ratio"]]) if len(rows) else "")
+        )
     compares = "".join(
         f'<li><a href="compare/{html.escape(f"{folders[0]}-vs-{other}", quote=True)}.html">'
         f"{html.escape(folders[0])} vs {html.escape(other)}</a></li>"
         for other in folders[1:]
     )
+    more = "".join(f'<li><a href="{html.escape(h, quote=True)}">{html.escape(k)}</a></li>' for k, h in others.items())
     body = f"<h1>{html.escape(title)}</h1>" + sections(
         [
+            (
+                "Peer-to-peer: what the links between the GPUs measured",
+                "<p>Each copy between two different GPUs at its largest size, and its share of the NVLink peak "
+                "(the driver's active links x the per-link rate); a column per run.</p>" + table(peers, raw=tuple(runs))
+                if len(peers)
+                else empty("no peer-to-peer figure: the interconnect category was not run"),
+            ),
+            ("Flagged differences between the GPUs", flagged or empty("one GPU only")),
             ("GPUs", table(listing, raw=("folder",))),
             ("Comparisons", f"<ul>{compares}</ul>" if compares else empty("one GPU only")),
+            ("Other runs on this host", f"<ul>{more}</ul>" if more else ""),
         ]
     )
-    write_text(out, document(title, body, navigation(categories, "", f"{folders[0]}/")))
+    write_text(out, document(title, body, navigation(categories, "gpus", f"{folders[0]}/", "gpus.html")))
 
 
 def render_compare(out: Path, names: tuple[str, str], diff: pd.DataFrame, nav: str) -> None:

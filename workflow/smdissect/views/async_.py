@@ -33,7 +33,11 @@ def _curve_chart(data: pd.DataFrame, axis: str, title: str) -> str:
         )
         .properties(width=560, height=280)
     )
-    return charts.svg(chart)
+    described = (
+        f"TMA bandwidth (GB/s) against {title} (log 2), one line per case, copy size and copies in flight: "
+        f"{', '.join(sorted(data['series'].unique()))}."
+    )
+    return charts.svg(chart, described, f"TMA bandwidth over {title}")
 
 
 def _sweep(

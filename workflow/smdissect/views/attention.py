@@ -73,7 +73,11 @@ def _split_chart(table: pd.DataFrame, paper: dict[str, float]) -> str:
         )
         .properties(width=420, height=260)
     )
-    return charts.svg(chart)
+    described = (
+        "Stacked share of the full per-tile cycles spent in softmax, in the tensor cores and elsewhere, per head "
+        "dimension and CTAs per SM, beside the paper's sm_120 split (another GPU)."
+    )
+    return charts.svg(chart, described, "FlashAttention-2 tile: where the cycles go")
 
 
 def _decomposition_section(frames: dict[str, pd.DataFrame]) -> str:

@@ -50,7 +50,10 @@ def _barrier(frames: dict[str, pd.DataFrame]) -> str:
                 y=alt.Y("value:Q", title="cycles per barrier"),
                 color=alt.Color("barrier:N"),
             )
-            .properties(width=480, height=260)
+            .properties(width=480, height=260),
+            "Cycles per cluster barrier against CTAs per cluster (log 2), one line per barrier form (arrive + wait, "
+            "relaxed arrive + wait).",
+            "Cluster barrier cost over cluster size",
         )
     return chart + figs + evidence.not_measured(frames, list(BARRIERS))
 
@@ -77,7 +80,12 @@ def _dsmem(frames: dict[str, pd.DataFrame]) -> str:
             )
             .properties(width=150, height=220)
         )
-        out += charts.svg(chart)
+        out += charts.svg(
+            chart,
+            "Latency in cycles per dependent load of the peer CTA's shared memory, the own CTA's through "
+            "shared::cluster and the own CTA's through ld.shared, one panel per cluster size.",
+            "Distributed shared memory latency against local",
+        )
     out += "<h3>Latency: remote hop and paths</h3>" + _figures(frames, list(CHASES))
     if not streams.empty:
         data = streams.assign(access=streams["case"].map(lambda c: " ".join(STREAMS[c])))
@@ -91,7 +99,12 @@ def _dsmem(frames: dict[str, pd.DataFrame]) -> str:
             )
             .properties(width=420, height=240)
         )
-        out += charts.svg(chart)
+        out += charts.svg(
+            chart,
+            "Bytes per cycle per SM of reads and writes to the peer CTA's and the own CTA's shared memory, against "
+            "CTAs per cluster, every CTA streaming 16 B accesses.",
+            "Distributed shared memory bandwidth against local",
+        )
     out += "<h3>Bandwidth: DSMEM against local</h3>" + _figures(frames, list(STREAMS))
     return out + evidence.not_measured(frames, [*CHASES, *STREAMS])
 
@@ -114,7 +127,11 @@ def _pingpong(frames: dict[str, pd.DataFrame]) -> str:
                 color=alt.Color("value:Q", title="round trip (cycle)", scale=alt.Scale(scheme="viridis")),
                 tooltip=["sm_a:O", "sm_b:O", "value:Q"],
             )
-            .properties(width=640, height=40 * pairs["sm_a"].nunique())
+            .properties(width=640, height=40 * pairs["sm_a"].nunique()),
+            f"Heatmap of the round trip in cycles between {pairs['sm_a'].nunique()} SMs a (rows) and "
+            f"{pairs['sm_b'].nunique()} SMs b (columns) through a flag in global memory, "
+            f"{markup.number(pairs['value'].min())} to {markup.number(pairs['value'].max())} cycles.",
+            "SM-to-SM round trip",
         )
     note = markup.empty(
         "round trip: side a writes the flag (atom.exch), side b sees it (ld.acquire.gpu polling) and writes it back; "

@@ -66,7 +66,11 @@ def _chart(raw: pd.DataFrame) -> str:
         )
         .properties(width=320, height=260)
     )
-    return charts.svg(chart)
+    described = (
+        f"TFLOPS of CUTLASS and cuBLAS side by side per shape (M x N x K), one panel per case "
+        f"({', '.join(sorted(data['case'].unique()))}); median of each point's launches."
+    )
+    return charts.svg(chart, described, "GEMM TFLOPS per shape: CUTLASS and cuBLAS")
 
 
 def _throughput(frames: dict[str, pd.DataFrame]) -> str:
@@ -142,7 +146,11 @@ def _stalls_and_pipes(stalls: pd.DataFrame | None, pipes: pd.DataFrame | None) -
             )
             .properties(width=420)
         )
-        out += charts.svg(chart) + markup.table(
+        described = (
+            f"Share of stall cycles of the {TOP_STALLS} largest stall reasons per profiled launch, largest first, "
+            "CUTLASS and cuBLAS side by side, one row of panels per shape."
+        )
+        out += charts.svg(chart, described, "Stall reasons of the profiled GEMM launches") + markup.table(
             found.rename(columns={"value": "warp cycles per issued inst", "share": "share"})
         )
     else:

@@ -71,7 +71,10 @@ def _bandwidth(frames: dict[str, pd.DataFrame]) -> str:
                 color=alt.Color("pair:N", title="src -> dst"),
                 column=alt.Column("copy:N", title=None),
             )
-            .properties(width=220, height=220)
+            .properties(width=220, height=220),
+            f"Peer copy bandwidth (GB/s) against copy size (MB, log), one panel per copy kind "
+            f"({', '.join(sorted(data['copy'].unique()))}), one line per source -> destination GPU pair.",
+            "Peer copy bandwidth over size",
         )
     note = markup.empty(
         "memcpy: cudaMemcpyPeerAsync on the copy engines, timed over >= 256 MB per sample; kernel copy: every SM "

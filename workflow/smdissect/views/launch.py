@@ -62,7 +62,10 @@ def _gaps(frames: dict[str, pd.DataFrame]) -> str:
                 color=alt.Color("mode:N", sort=list(MODES.values())),
                 column=alt.Column("grid:N", title=None),
             )
-            .properties(width=300, height=220)
+            .properties(width=300, height=220),
+            f"Dependent gap between kernels (us) against the number of kernels in the chain (log 2), one panel per "
+            f"grid size, one line per launch mode ({', '.join(sorted(data['mode'].unique()))}).",
+            "Launch gap over chain length",
         )
     timer = evidence.figures_of(frames, cases=("globaltimer_step",))
     step = timer.loc[timer["metric"] == "step", "value"]
@@ -105,11 +108,14 @@ def _host_link(frames: dict[str, pd.DataFrame]) -> str:
             alt.Chart(pinned)
             .mark_line(point=True)
             .encode(
-                x=alt.X("size_kb:Q", scale=alt.Scale(type="log", base=4), title="copy size (KB)"),
+                x=alt.X("size_kb:Q", scale=alt.Scale(type="log", base=4), title="copy size (KiB)"),
                 y=alt.Y("value:Q", title="GB/s"),
                 color=alt.Color("direction:N"),
             )
-            .properties(width=560, height=280)
+            .properties(width=560, height=280),
+            f"Host-device copy bandwidth (GB/s) against copy size (KiB, log 4), one line per pinned direction "
+            f"({', '.join(sorted(pinned['direction'].unique()))}).",
+            "Pinned host copies: bandwidth over size",
         )
     note = markup.empty(
         "cudaMemcpyAsync batches timed with CUDA events (up to 64 copies of one size per sample, at most 256 MB); "

@@ -63,9 +63,8 @@ def _staircase(frames: dict[str, pd.DataFrame]) -> str:
     found = levels(frames)
     on = {p: lv.level for lv in found.itertuples(index=False) for p in lv.points}
     data["region"] = data["params"].map(lambda p: on.get(p, "transition"))
-    x = alt.X(
-        "footprint_kb:Q", scale=alt.Scale(type="log"), title="footprint", axis=alt.Axis(labelExpr=charts.KB_LABELS)
-    )
+    data["point"] = data["region"].map(lambda r: "transition" if r == "transition" else "on a level")
+    x = alt.X("footprint_kb:Q", scale=alt.Scale(type="log"), axis=charts.kib_axis(data["footprint_kb"], "footprint"))
     color = alt.Color("stride:N", title="stride")
     lines = (
         alt.Chart(data)
@@ -75,7 +74,7 @@ def _staircase(frames: dict[str, pd.DataFrame]) -> str:
     marks = (
         alt.Chart(data)
         .mark_point(filled=True)
-        .encode(x=x, y="value:Q", color=color, shape=alt.Shape("region:N", title="point"))
+        .encode(x=x, y="value:Q", color=color, shape=alt.Shape("point:N", title="point"))
     )
     chart = lines + marks
     if len(found):
@@ -110,8 +109,16 @@ def _staircase(frames: dict[str, pd.DataFrame]) -> str:
     on_points = on_points[["footprint_kb", "stride", "region", "loads", "pages_2mb"]].rename(
         columns={"loads": "timed loads per sample", "pages_2mb": "2 MB pages"}
     )
+    described = (
+        f"Pointer-chase latency (cycles per load) against footprint (log, ticks at powers of two) for "
+        f"{data['stride'].nunique()} strides, each detected level drawn as a bar over its footprints and labelled: "
+        + "; ".join(_labels(found)["label"])
+        + "."
+        if len(found)
+        else "Pointer-chase latency (cycles per load) against footprint: no level detected."
+    )
     return (
-        charts.svg(chart.properties(width=640, height=320))
+        charts.svg(chart.properties(width=640, height=320), described, "Pointer-chase latency staircase")
         + note
         + _figures(frames, ["chase"])
         + "<h3>Points (the evidence of the levels; their latencies are in the chart and the every-point table)</h3>"
@@ -198,7 +205,12 @@ def _near_far(frames: dict[str, pd.DataFrame]) -> str:
         )
         .properties(width=640, height=90)
     )
-    return note + charts.svg(chart) + _figures(frames, ["chase_near_far"])
+    described = (
+        f"Histogram of the latency of single L2 loads in {BIN}-cycle bars, one row per SM "
+        f"({', '.join(dict.fromkeys(bars['SM']))}), coloured by the near or far cluster each load falls in."
+    )
+    drawn = charts.svg(chart, described, "Per-load L2 latency: near and far clusters")
+    return note + drawn + _figures(frames, ["chase_near_far"])
 
 
 def _flavours(frames: dict[str, pd.DataFrame]) -> str:
@@ -231,7 +243,9 @@ def _shared(frames: dict[str, pd.DataFrame]) -> str:
         "chain), the slope between 2048 and 4096 steps per lane; a chase of an index (j = s[j]), as published "
         "shared-memory latencies are, adds one dependent address computation per load"
     )
-    return (charts.svg(chart) if len(conflicts) else "") + note + _figures(frames, cases)
+    described = "Shared-memory load latency (cycles) against the bank-conflict degree (ways)."
+    drawn = charts.svg(chart, described, "Shared memory: latency over bank conflicts") if len(conflicts) else ""
+    return drawn + note + _figures(frames, cases)
 
 
 def _mlp(frames: dict[str, pd.DataFrame]) -> str:
@@ -265,7 +279,11 @@ def _mlp(frames: dict[str, pd.DataFrame]) -> str:
         f"knee: the most loads in flight whose round stays within {derived.KNEE - 1:.0%} of one load's round at that "
         "and every smaller count (dashed)"
     )
-    return charts.svg(chart) + note + _figures(frames, ["mlp"])
+    described = (
+        f"Cycles per round against independent loads in flight per thread, one line per footprint "
+        f"({', '.join(dict.fromkeys(data['footprint']))}); each knee a dashed rule."
+    )
+    return charts.svg(chart, described, "Memory-level parallelism") + note + _figures(frames, ["mlp"])
 
 
 def _bandwidth(frames: dict[str, pd.DataFrame]) -> str:
@@ -289,7 +307,11 @@ def _bandwidth(frames: dict[str, pd.DataFrame]) -> str:
             )
             .properties(width=220, height=220)
         )
-        out += charts.svg(chart)
+        described = (
+            f"Bandwidth (GB/s, bytes read + written) against CTAs (log), one panel per case "
+            f"({', '.join(sorted(curves['case'].unique()))}), one line per count of 16 B loads per thread."
+        )
+        out += charts.svg(chart, described, "Bandwidth over CTAs")
     note = markup.empty(
         "best: the best point of each sweep; fraction_of_peak: of the attribute peak (2 x memory clock x bus width "
         "from the device attributes) at that point; share of datasheet DRAM: of the GPU's published DRAM bandwidth "

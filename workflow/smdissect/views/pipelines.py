@@ -177,7 +177,11 @@ def _heatmap(cells: pd.DataFrame, order: list[str]) -> str:
         text=alt.Text("slowdown:Q", format=".2f"),
         color=alt.condition(alt.datum.slowdown > 1.5, alt.value("white"), alt.value("black")),
     )
-    return charts.svg((rect + text).properties(width=420, height=420))
+    described = (
+        f"Heatmap of the slowdown beyond the issue limit of every pair of {len(order)} co-issue classes "
+        f"({', '.join(order)}): 1.00 is no loss beyond the dispatch port, larger numbers mean the pair shares a pipe."
+    )
+    return charts.svg((rect + text).properties(width=420, height=420), described, "Co-issue slowdown per pair")
 
 
 def _coissue_section(frames: dict[str, pd.DataFrame]) -> str:

@@ -118,9 +118,12 @@ def _chart(figures: pd.DataFrame, pts: pd.DataFrame) -> str:
     )
     fitted = alt.Chart(ends).mark_line(strokeDash=[4, 3]).encode(x="sms:Q", y="power_w:Q", color="precision:N")
     residuals = _ordered(figures, ("fit_residual",))
-    return charts.svg((dots + fitted).properties(width=560, height=320)) + (
-        "<h3>Residuals of the fits</h3>" + evidence.figure_table(residuals) if len(residuals) else ""
+    described = (
+        f"Board power (W) against active SMs for {data['precision'].nunique()} precisions (colour), throttled "
+        "samples marked by shape, with each precision's fitted line P = P_infrastructure + k x SMs dashed."
     )
+    drawn = charts.svg((dots + fitted).properties(width=560, height=320), described, "Board power over active SMs")
+    return drawn + ("<h3>Residuals of the fits</h3>" + evidence.figure_table(residuals) if len(residuals) else "")
 
 
 def _efficiency(figures: pd.DataFrame) -> str:

@@ -47,7 +47,12 @@ def _subcore(frames: dict[str, pd.DataFrame]) -> str:
         .properties(width=260, height=200)
     )
     return (
-        charts.svg(chart)
+        charts.svg(
+            chart,
+            "Warp 0's throughput (warp_inst/cycle) alone and beside each partner warp, one panel per case, bars "
+            "coloured by whether the partner shares warp 0's sub-partition.",
+            "Warp 0 throughput beside each partner warp",
+        )
         + _figures(frames, tuple(cases), kinds=("derived",))
         + "<h3>%warpid against the warp index (warpid_map)</h3>"
         + _figures(frames, ("warpid_map",))
@@ -76,7 +81,12 @@ def _warps(frames: dict[str, pd.DataFrame]) -> str:
         .properties(width=420, height=260)
     )
     return (
-        charts.svg(chart)
+        charts.svg(
+            chart,
+            f"Throughput (warp_inst/cycle/SM) against the resident warps per SM measured, one line per case "
+            f"({', '.join(sorted(data['case'].unique()))}).",
+            "Throughput over resident warps",
+        )
         + _figures(frames, tuple(cases))
         + "<h3>Most co-resident warps and CTAs per SM</h3>"
         + _figures(frames, ("max_resident",))
@@ -102,7 +112,12 @@ def _scoreboard(frames: dict[str, pd.DataFrame]) -> str:
     depth = evidence.figures_of(frames, cases=("scoreboard_depth",), kinds=("derived",))
     each = evidence.figures_of(frames, cases=("scoreboard_depth",), kinds=("each", "point", "peak"))
     return (
-        charts.svg(chart)
+        charts.svg(
+            chart,
+            f"Cycles per loop iteration against the independent loads issued before the first use (1 to "
+            f"{int(data['loads'].max())}): where it starts to rise, the scoreboard is full.",
+            "Scoreboard: cycles per iteration over loads in flight",
+        )
         + evidence.figure_table(depth, (*FIGURE_COLUMNS, "derivation", "method"))
         + "<h3>Every load count</h3>"
         + evidence.figure_table(each, FIGURE_COLUMNS)
@@ -163,7 +178,12 @@ def _patching(frames: dict[str, pd.DataFrame]) -> str:
         )
         parts.append(
             "<h3>Yield flag of the chain FFMAs</h3>"
-            + charts.svg(chart)
+            + charts.svg(
+                chart,
+                "Cycles per iteration of 128 dependent FFMAs against warps in the CTA (log 2), with the compiler's "
+                "yield flags and with them inverted.",
+                "Yield flag: cycles per iteration over warps",
+            )
             + _figures(frames, ("yield_patch",), kinds=("derived",))
         )
     return "".join(parts) or markup.empty("no patching measurements")

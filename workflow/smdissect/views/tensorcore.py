@@ -127,18 +127,17 @@ def _needs(case: str) -> str:
 
 
 def _chart(figures: pd.DataFrame, metric: str, title: str, axis: str) -> str:
-    """A bar per figure of one metric (its point, peak or derived figure), coloured by status."""
-    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
-
+    """A bar per figure of one metric (its point, peak or derived figure), largest first, coloured by status."""
     data = figures[(figures["metric"] == metric)][["figure", "value", "status"]]
     if data.empty:
         return markup.empty(f"no {metric} figure")
-    chart = (
-        alt.Chart(data, title=title)
-        .mark_bar()
-        .encode(x=alt.X("figure:N", sort=None, title=None), y=alt.Y("value:Q", title=axis), color="status:N")
+    top = data.sort_values("value", ascending=False).head(3)
+    described = (
+        f"Bar chart of {title.lower()} ({axis}) for {len(data)} tensor-core figures, largest first, coloured by "
+        "status; the largest: "
+        + "; ".join(f"{f} {markup.number(v)}" for f, v in zip(top["figure"], top["value"], strict=True))
     )
-    return charts.svg(chart)
+    return charts.status_bars(data, "figure", title, axis, described + ".")
 
 
 def _wgmma_chart(raw: pd.DataFrame) -> str:
@@ -151,13 +150,17 @@ def _wgmma_chart(raw: pd.DataFrame) -> str:
         return markup.empty("no wgmma measured (wgmma is sm_90a only)")
     data["series"] = data.apply(lambda r: f"{int(r.warpgroups)} WG, batch {int(r.batch)}", axis=1)
     chart = (
-        alt.Chart(data)
+        alt.Chart(data, title="wgmma FLOP/cycle/SM over N")
         .mark_line(point=True)
         .encode(x=alt.X("n:Q", title="N"), y=alt.Y("value:Q", title="FLOP/cycle/SM"), color="series:N")
         .properties(width=160, height=120)
         .facet(facet="case:N", columns=4)
     )
-    return charts.svg(chart)
+    described = (
+        f"Median FLOP/cycle/SM of {data['case'].nunique()} wgmma cases over the N of the instruction shape, one panel "
+        f"per case, one line per warpgroup count and batch ({', '.join(sorted(data['series'].unique()))})."
+    )
+    return charts.svg(chart, described, "wgmma FLOP/cycle/SM over N")
 
 
 def _peak_source(raw: pd.DataFrame) -> str:
