@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import ROOT
-from smdissect import compare, model, paper, pipeline, simconfig, tables
+from smdissect import appendix, compare, model, paper, pipeline, simconfig, tables
 from smdissect.errors import SmdissectError
 
 KERNELS = ROOT / "kernels"
@@ -56,7 +56,7 @@ def test_a_broken_model_fails_validation(committed: dict, break_it) -> None:
 def test_every_appendix_field_is_filled_or_explained(committed: dict) -> None:
     """Each field of the appendix is in the model with a value, or null with a reason."""
     params = model.parameters(committed)
-    fields = model.appendix(ROOT)
+    fields = appendix.appendix(ROOT)
     assert len(fields) > 300
     lacking = [f for f in fields if f not in params or (params[f]["value"] is None and not params[f]["reason"])]
     assert not lacking, f"fields the model neither fills nor explains: {lacking}"
@@ -83,7 +83,7 @@ def test_the_committed_model_is_the_export_of_the_committed_tables(tmp_path: Pat
 def test_ties_carry_their_figure(committed: dict, figures: dict) -> None:
     """A tied field's value is its figure's (in the appendix's unit where the two convert), and every evidence
     figure is the committed table's, value and status."""
-    fields = model.appendix(ROOT)
+    fields = appendix.appendix(ROOT)
     for fid, p in model.parameters(committed).items():
         if p["value"] is None:
             continue
@@ -132,18 +132,19 @@ def test_the_diff_names_the_side_the_evidence_supports(committed: dict) -> None:
 def test_the_appendix_differs_from_the_earlier_summary() -> None:
     """The appendix's value of a field beside the seed summary's (reference/seed_sm120.csv): the issue's examples."""
     summary = paper.reference(KERNELS).set_index("id")["value"]
-    assert model.appendix_value("l1_cache.latency_cyc").value == 44 != summary["l1_hit_latency_sm120"]
-    assert model.appendix_value("instructions.tensor_core.HMMA_16816.throughput").value == 15.88
+    assert appendix.appendix_value("l1_cache.latency_cyc").value == 44 != summary["l1_hit_latency_sm120"]
+    assert appendix.appendix_value("instructions.tensor_core.HMMA_16816.throughput").value == 15.88
     assert summary["mma_unified_issue_interval_sm120"] == 23
     with pytest.raises(SmdissectError, match=r"section\.name"):
-        model.appendix_value("l1_latency")
-    assert model.appendix_for("mma_unified_issue_interval_sm120").id == "instructions.tensor_core.HMMA_16816.throughput"
-    assert model.appendix_for("coverage_categories_sm120") is None
+        appendix.appendix_value("l1_latency")
+    interval = appendix.appendix_for("mma_unified_issue_interval_sm120")
+    assert interval is not None and interval.id == "instructions.tensor_core.HMMA_16816.throughput"
+    assert appendix.appendix_for("coverage_categories_sm120") is None
 
 
 def test_the_summary_rows_the_appendix_names_exist() -> None:
     ids = set(paper.reference(KERNELS)["id"])
-    named = [s for f in model.appendix(ROOT).values() for s in f.summary]
+    named = [s for f in appendix.appendix(ROOT).values() for s in f.summary]
     assert named and set(named) <= ids and len(named) == len(set(named))
 
 

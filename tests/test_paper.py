@@ -226,6 +226,14 @@ def test_derived_rows_compute_from_their_figures(table: pd.DataFrame, committed:
     assert table.loc["coissue_pair_count_sm120", "measured"] > 0
 
 
+def test_the_appendix_value_stands_beside_the_summarys(table: pd.DataFrame) -> None:
+    """The full study's appendix states some rows again, at times with another value (compare-paper shows both)."""
+    row = table.loc["mma_unified_issue_interval_sm120"]
+    assert row["paper"] == 23 and row["appendix"] == 15.88
+    assert row["appendix_field"] == "instructions.tensor_core.HMMA_16816.throughput"
+    assert math.isnan(table.loc["coverage_categories_sm120", "appendix"])  # the appendix has no such field
+
+
 def test_a_derived_row_takes_the_worst_status_of_its_figures() -> None:
     assert paper._worst(["verified", "consistent"]) == "consistent"  # not verified by one verified part
     assert paper._worst(["consistent", "unverified", "verified"]) == "unverified"

@@ -76,12 +76,13 @@ def test_compare_cli_writes_every_paper_figure(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     rows = cells(out.read_text())
-    header = next(r for r in rows if r[:3] == ["quantity", "paper", "unit"])
+    header = next(r for r in rows if r[:4] == ["quantity", "paper", "appendix", "unit"])
     listed = [dict(zip(header, r, strict=True)) for r in rows if len(r) == len(header) and r != header]
     every = pd.read_csv(ROOT / "reference" / "seed_sm120.csv")
     assert len(listed) >= len(every)  # every figure of the paper, whether latency measures it or not
     ffma = next(r for r in listed if r["quantity"].startswith("fma.rn.f32 (FFMA) dependent latency"))
     assert ffma["paper"] == "4.220" and ffma["status"] == "consistent" and ffma["accounted"] == "tied"  # counters
+    assert ffma["appendix"] == "4.000"  # the full study's appendix gives FFMA's latency as 4 cycles
     assert abs(float(ffma["ratio"]) - float(ffma["measured"]) / 4.22) < 1e-3  # measured / paper
     missing = run_cli(sys.executable, "-m", "smdissect", "compare", "--a", str(tmp_path), "--out", str(out))
     assert missing.returncode != 0 and "holds no figures.parquet" in missing.stderr.strip().splitlines()[-1]

@@ -146,10 +146,11 @@ def sections(parts: list[tuple[str, str]]) -> str:
     return _toc([t for t, _ in shown]) + "".join(_section(t, b) for t, b in shown)
 
 
-def navigation(categories: list[str], current: str, prefix: str = "", gpus: str = "") -> str:
+def navigation(categories: list[str], current: str, prefix: str = "", gpus: str = "", paper: bool = True) -> str:
     """The header of every page: the index, the roofline, every category and the paper comparison (beside the
-    other GPU's), the current one in bold; with `gpus` (its href), the page over every GPU of the run."""
-    pages = ("index", "roofline", *categories, "compare-paper")
+    other GPU's; `paper` False where the run made none: no GPU), the current one in bold; with `gpus` (its href),
+    the page over every GPU of the run."""
+    pages = ("index", "roofline", *categories, *(["compare-paper"] if paper else []))
     links = [(f"{prefix}{p}.html", p) for p in pages] + ([(gpus, "gpus")] if gpus else [])
     items = "".join(
         f"<b>{html.escape(name)}</b>"

@@ -22,6 +22,7 @@ import pandas as pd
 import yaml
 
 from . import catalog, derived
+from .appendix import appendix_for
 from .config import load_yaml
 from .derived import pipelines as pipes
 from .errors import SmdissectError
@@ -68,6 +69,8 @@ COLUMNS = [
     "quantity",
     "paper",
     "unit",
+    "appendix",
+    "appendix_field",
     "paper_gpu",
     "source",
     "accounted",
@@ -482,6 +485,8 @@ def account(
         "quantity": ref_row["quantity"],
         "paper": paper,
         "unit": unit,
+        "appendix": math.nan,
+        "appendix_field": "",
         "paper_gpu": PAPER_GPUS.get(str(ref_row["arch"]), str(ref_row["arch"])),
         "source": ref_row["source"],
         "accounted": entry.how,
@@ -507,6 +512,9 @@ def account(
         out |= _counterpart(entry, figures, status, arch, unit, kernels)
     elif entry.reason:
         out["status_reason"] = REASONS[entry.reason]
+    later = appendix_for(entry.id, kernels.parent)  # the full study's appendix states it too: its value in our unit
+    same_unit = later is not None and later.unit == unit and isinstance(later.value, float)
+    out |= {"appendix": later.value if same_unit else math.nan, "appendix_field": later.id if later else ""}
     comparable = out["measured_unit"] == unit and paper != 0 and math.isfinite(out["measured"])
     out["ratio"] = out["measured"] / paper if comparable else math.nan
     return out

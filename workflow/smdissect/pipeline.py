@@ -357,18 +357,22 @@ def index_page(
         headlines.table(figures, published),
         run_arch,
         paper_tables(figures, frames["status"], kernels),
-        sheet.glance(figures, roofline_files(figures, out.parent, categories, gpus)),
+        sheet.glance(figures, roofline_files(figures, out.parent, categories, gpus, bool(run_arch))),
         gpus,
     )
 
 
-def roofline_files(figures: pd.DataFrame, folder: Path, categories: list[str], gpus: str = "") -> dict[str, Any]:
-    """Write a run's roofline file and page (roofline.json, roofline.html) into `folder`; the roofline."""
+def roofline_files(
+    figures: pd.DataFrame, folder: Path, categories: list[str], gpus: str = "", paper: bool = True
+) -> dict[str, Any]:
+    """Write a run's roofline file and page (roofline.json, roofline.html) into `folder`; the roofline (`gpus`,
+    `paper`: the navigation's, as markup.navigation takes them)."""
     from . import markup, roofline, roofline_page
 
     data = roofline.build(figures)
     roofline.write(data, folder / "roofline.json")
-    roofline_page.render(folder / "roofline.html", data, markup.navigation(categories, "roofline", gpus=gpus))
+    nav = markup.navigation(categories, "roofline", gpus=gpus, paper=paper)
+    roofline_page.render(folder / "roofline.html", data, nav)
     return data
 
 

@@ -99,7 +99,8 @@ def render_category(
         ("Setup", deftable(provenance)),
     ]
     body = _lede(title, provenance, skipped) + sections(parts)
-    write_text(out, document(f"{title} ({category})", body, navigation(categories, category, gpus=gpus)))
+    nav = navigation(categories, category, gpus=gpus, paper=bool(run_arch))  # no compare-paper without a GPU
+    write_text(out, document(f"{title} ({category})", body, nav))
 
 
 def _coverage_line(coverage: pd.DataFrame, run_arch: str | None) -> str:
@@ -276,7 +277,8 @@ def render_index(
         ),
     ]
     body = _lede(title, provenance, skipped) + first_screen(glance, totals) + sections(parts)
-    write_text(out, document(title, body, navigation([str(p["category"]) for p in pages], "index", gpus=gpus)))
+    nav = navigation([str(p["category"]) for p in pages], "index", gpus=gpus, paper=bool(run_arch))
+    write_text(out, document(title, body, nav))
 
 
 PEER_METRICS = ("bandwidth", "link_share")  # a peer-to-peer finding: a copy's rate between two GPUs, its link share
@@ -387,6 +389,9 @@ def _paper_rows(table: pd.DataFrame) -> pd.DataFrame:
     shown = table.assign(
         paper=table["paper"].map(number), measured=table["measured"].map(number), ratio=table["ratio"].map(number)
     )
+    if "appendix" in table:  # the full study's value, shown only where it differs from the summary's
+        later = table["appendix"].where(table["appendix"] != table["paper"])
+        shown = shown.assign(appendix=later.map(number).where(later.notna(), ""))
     marks = [badge(s) if s in FIGURE_STATUSES else html.escape(str(s or "")) for s in shown["status"]]
     return shown.assign(status=marks)
 
@@ -409,11 +414,14 @@ def render_paper(
         "<p>Each row of the paper's figures (reference/seed_sm120.csv) is tied to the case that measures its "
         "counterpart here, derived from measured figures, or given the reason it cannot be measured here. "
         "Ratio = measured / paper; the paper's values are of its GPU (mostly an RTX PRO 5000, sm_120a), not "
-        "this one.</p>"
+        "this one. The appendix column is the full study's machine-readable appendix "
+        "(reference/seed_sm120_appendix.csv, a later version of the paper), shown where its value of the same "
+        "quantity differs from the summary's.</p>"
     )
     cols = [
         "quantity",
         "paper",
+        "appendix",
         "unit",
         "paper_gpu",
         "accounted",
