@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import ROOT
-from smdissect import catalog, markup, pipeline, stats, tables, views
+from smdissect import catalog, category_sections, markup, pipeline, stats, tables, views
 from smdissect.errors import SmdissectError
 
 VIEW_FILES = sorted(p.stem for p in (ROOT / "workflow" / "smdissect" / "views").glob("*.py") if p.stem != "__init__")
@@ -105,3 +105,20 @@ def test_summary_is_the_median_the_range_and_the_count_of_each_group() -> None:
         "samples": [2, 3],
     }
     assert stats.summary(rows, ["case"], sort=False)["case"].tolist() == ["b", "a"]  # first seen first
+
+
+def test_points_not_measured_are_grouped_by_why_and_failures_keep_their_point() -> None:
+    status = pd.DataFrame(
+        {
+            "case": ["a", "a", "b", "c"],
+            "params": ['{"n":1}', '{"n":2}', '{"n":1}', '{"n":3}'],
+            "status": ["static", "static", "static", "failed"],
+            "reason": ["sm_80 lacks x", "sm_80 lacks x", "sm_80 lacks x", "error: crashed"],
+            "flag": [""] * 4,
+            "family": ["f"] * 4,
+        }
+    )
+    html = category_sections.status(status, {})
+    rows = re.findall(r"<tr><td>(.*?)</td><td class=\"num\">(\d+)</td><td>(\w+)</td><td>(.*?)</td></tr>", html)
+    assert rows == [("a, b", "3", "static", "sm_80 lacks x"), ("c", "1", "failed", "at n=3: error: crashed")]
+    assert "4 points not measured, grouped by why" in html

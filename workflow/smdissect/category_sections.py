@@ -66,7 +66,7 @@ def all_figures(figures: pd.DataFrame) -> str:
 
 def status(status: pd.DataFrame, elsewhere: dict[str, str]) -> str:
     """Counts of measured / static / failed points, where another committed run measured the static ones, then
-    every point that was not measured, with why (folded)."""
+    the points not measured (folded): the static ones grouped by their reason, each failed one with its error."""
     counts = status["status"].value_counts()
     line = " &middot; ".join(f"{html.escape(str(k))}: <b>{v}</b>" for k, v in counts.items())
     rest = status[status["status"] != "measured"]
@@ -76,8 +76,14 @@ def status(status: pd.DataFrame, elsewhere: dict[str, str]) -> str:
         for need, href in elsewhere.items()
         if rest["reason"].str.contains(need, regex=False).any()
     )
-    rest_rows = rest[["case", "params", "status", "reason"]].sort_values(["case", "params"])
-    listing = fold(f"{len(rest)} points not measured, with why", table(rest_rows)) if len(rest) else ""
+    static = rest[rest["status"] != "failed"].groupby(["status", "reason"], as_index=False, sort=True)
+    grouped = static.agg(cases=("case", lambda c: ", ".join(dict.fromkeys(c))), points=("case", "size"))
+    failed = rest[rest["status"] == "failed"].sort_values(["case", "params"])
+    pairs = zip(failed["params"], failed["reason"], strict=True)
+    where = [f"at {point_text(p) or 'its one point'}: {r}" for p, r in pairs]
+    failed = pd.DataFrame({"cases": failed["case"], "points": 1, "status": failed["status"], "reason": where})
+    rows = pd.concat([grouped[["cases", "points", "status", "reason"]], failed], ignore_index=True)
+    listing = fold(f"{len(rest)} points not measured, grouped by why", table(rows)) if len(rest) else ""
     flagged = status.loc[status["flag"].fillna("") != "", ["family", "flag"]].drop_duplicates()
     warn = f'<div class="skipped"><h2>Flagged GPU jobs</h2>{table(flagged)}</div>' if len(flagged) else ""
     return f"<p>{line}</p>{links}{warn}{listing}"
