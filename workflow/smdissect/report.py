@@ -290,10 +290,11 @@ def peer_rows(runs: dict[str, pd.DataFrame]) -> pd.DataFrame:
     rows = []
     for run, figures in runs.items():
         mine = figures[(figures["category"] == "interconnect") & figures["metric"].isin(PEER_METRICS)]
-        for f in mine.itertuples(index=False):
-            src, dst, size = (evidence.param(f.params, k) for k in ("src", "dst", "size_mb"))
-            largest = mine.loc[mine["case"] == f.case, "params"].map(lambda q: evidence.param(q, "size_mb") or 0).max()
-            if f.metric == "bandwidth" and (src == dst or (size or 0) < largest):
+        sizes = mine["params"].map(lambda q: evidence.param(q, "size_mb") or 0)
+        largest = sizes.groupby(mine["case"]).max()  # each case's largest size, once
+        for f, size in zip(mine.itertuples(index=False), sizes, strict=True):
+            src, dst = (evidence.param(f.params, k) for k in ("src", "dst"))
+            if f.metric == "bandwidth" and (src == dst or size < largest[f.case]):
                 continue
             rows.append({"figure": f.figure, "unit": f.unit, run: f"{number(f.value)} {badge(str(f.status))}"})
     if not rows:
