@@ -235,9 +235,10 @@ def test_the_appendix_value_stands_beside_the_summarys(table: pd.DataFrame) -> N
 
 
 def test_a_derived_row_takes_the_worst_status_of_its_figures() -> None:
-    assert paper._worst(["verified", "consistent"]) == "consistent"  # not verified by one verified part
-    assert paper._worst(["consistent", "unverified", "verified"]) == "unverified"
-    assert paper._worst(["verified", "contradicted"]) == "contradicted" and paper._worst([]) == "unverified"
+    assert tables.worst_status(["verified", "consistent"]) == "consistent"  # not verified by one verified part
+    assert tables.worst_status(["consistent", "unverified", "verified"]) == "unverified"
+    assert tables.worst_status(["verified", "contradicted"]) == "contradicted"
+    assert tables.worst_status([]) == "unverified"
 
 
 def test_rederived_figures_stand_on_the_committed_samples(committed: tuple) -> None:

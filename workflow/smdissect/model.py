@@ -107,7 +107,7 @@ def entries(kernels: Path = catalog.KERNELS, path: Path | None = None) -> dict[s
     else the longest pattern that matches it. A field no entry covers, a key no field has and a pattern that
     matches nothing are one-line errors."""
     path = path or kernels.parent / FIELDS
-    spec = _read(path)
+    spec = paper.read_map(path, FIELDS_SCHEMA)
     cases = {c.ref: c for c in catalog.load_all(kernels, catalog.categories(kernels))}
     mapped = {k: _entry(k, v, cases) for k, v in spec["fields"].items()}
     fields = list(appendix(kernels.parent))
@@ -123,20 +123,6 @@ def entries(kernels: Path = catalog.KERNELS, path: Path | None = None) -> dict[s
             raise SmdissectError(f"{f} of {APPENDIX} is in no entry of {path.name}: add a tie, derived or reason")
         out[f] = mapped[key]
     return out
-
-
-def _read(path: Path) -> dict[str, Any]:
-    """The map file, checked against FIELDS_SCHEMA; a bad one is a one-line error."""
-    from .config import load_yaml
-
-    try:
-        data = load_yaml(path.read_text())
-    except OSError as err:
-        raise SmdissectError(f"{path} is not readable ({err}): restore it from the checkout") from err
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(FIELDS_SCHEMA).iter_errors(data))
-    if error is not None:
-        raise SmdissectError(f"{path}: {'/'.join(map(str, error.absolute_path))}: {error.message}")
-    return data
 
 
 # --- one parameter -----------------------------------------------------------------------------------------------
@@ -216,7 +202,7 @@ def parameter(
             return {"value": None, "unit": field.unit, "status": "missing", "reason": why} | note
         spread = _scaled_spread(found, value)
         statuses = [str(s) for f in found for s in f["status"]]
-        state = max(statuses, key=tables.STATUS_RANK.__getitem__)
+        state = tables.worst_status(statuses)
         why = f"the worst status of the {len(statuses)} figures it stands on"
     evidence: dict[str, Any] = {
         "how": "derived" if rule else "tie",

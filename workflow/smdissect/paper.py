@@ -26,7 +26,7 @@ from .appendix import appendix_for
 from .config import load_yaml
 from .derived import pipelines as pipes
 from .errors import SmdissectError
-from .tables import STATUS_RANK, parse_params
+from .tables import STATUS_RANK, parse_params, worst_status
 
 MAP = "reference/paper_map.yaml"
 REFERENCE = "reference/seed_sm120.csv"
@@ -246,13 +246,14 @@ def reference(kernels: Path) -> pd.DataFrame:
     return pd.read_csv(path)
 
 
-def read_map(path: Path) -> dict[str, Any]:
-    """The map file, checked against MAP_SCHEMA; a bad one is a one-line error."""
+def read_map(path: Path, schema: dict[str, Any] = MAP_SCHEMA) -> dict[str, Any]:
+    """A map file (the paper's, or another `schema` describes), checked against it; a bad one is a one-line
+    error."""
     try:
         data = load_yaml(path.read_text())
     except (OSError, yaml.YAMLError) as err:
         raise SmdissectError(f"{path} is not readable YAML ({str(err).splitlines()[0]}): fix it") from err
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(MAP_SCHEMA).iter_errors(data))
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
     if error is not None:
         raise SmdissectError(f"{path}: {'/'.join(map(str, error.absolute_path))}: {error.message}")
     return data
@@ -417,10 +418,6 @@ def _convert(value: float, unit: str, to: str) -> float | None:
     return None if factor is None else value * factor
 
 
-def _worst(statuses: Iterable[str]) -> str:
-    return max(statuses, key=lambda s: STATUS_RANK.get(s, 0), default="unverified")  # the worst
-
-
 def _counterpart(
     entry: Entry, figures: pd.DataFrame, status: pd.DataFrame | None, arch: str, unit: str, kernels: Path
 ) -> dict[str, Any]:
@@ -457,7 +454,7 @@ def _counterpart(
     return {
         "category": entry.refs[0].category,
         "counterpart": how + (f", x {entry.factor:g}" if entry.factor != 1 else ""),
-        "status": _worst(statuses),
+        "status": worst_status(statuses),
         "status_reason": f"the worst status of the {len(statuses)} figures it stands on",
         "measured": value,
         "measured_unit": unit,

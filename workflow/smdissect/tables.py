@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -256,6 +257,13 @@ def find(kind: str, folder: Path) -> list[Path]:
 VERDICTS = ("agree", "disagree", "not-applicable")
 FIGURE_STATUSES = ("verified", "consistent", "unverified", "contradicted")
 STATUS_RANK = {s: i for i, s in enumerate(FIGURE_STATUSES)}  # verified best; a derivation takes its worst
+
+
+def worst_status(statuses: Iterable[str]) -> str:
+    """The status of a value derived from figures of these statuses: the worst of them (unverified for none)."""
+    return max(statuses, key=lambda s: STATUS_RANK.get(s, 0), default="unverified")
+
+
 # What each status means, as every page and the README say it (figure_model.judge gives them).
 STATUS_MEANING = {
     "verified": "an independent reference agrees within its tolerance: a documented value or ceiling of the arch, or "
