@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import archs, catalog, model
+from . import archs, catalog, model, tables
 from .errors import SmdissectError
 from .files import write_text
 from .markup import deftable, document, empty, fold, navigation, sections, table
@@ -189,7 +189,7 @@ def _supported(ours: list[dict[str, Any]] | str, same: bool) -> str:
     published value carried without evidence."""
     if isinstance(ours, str):
         return "Accel-Sim's: nothing measured here"
-    worst = max((p["status"] for p in ours), key=("verified", "consistent", "unverified", "contradicted").index)
+    worst = tables.worst_status(p["status"] for p in ours)
     if same:
         return f"both agree (smdissect {worst})"
     if worst in ("verified", "consistent"):
