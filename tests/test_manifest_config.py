@@ -70,6 +70,27 @@ def test_bad_manifest_is_one_line(tmp_path: Path, edit, message: str) -> None:
     assert "\n" not in str(err.value) and "cases.yaml" in str(err.value)
 
 
+@pytest.mark.parametrize("category", catalog.categories(ROOT / "kernels"))
+def test_coded_values_name_swept_values(category: str) -> None:
+    swept = {(a, v) for c in catalog.load(ROOT / "kernels", category) for a, vs in c.sweep.items() for v in vs}
+    assert {(axis, value) for axis, value, _ in catalog.coded_values(ROOT / "kernels", category)} <= swept
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"ilp": {1: "one chain", 2: "two chains"}}, "values: ilp 4 is swept but not named: add what it means"),
+        ({"lanes": {0: "none"}}, "values: no case sweeps 'lanes'"),
+    ],
+)
+def test_bad_coded_values_are_one_line(tmp_path: Path, values: dict, message: str) -> None:
+    kernels = _broken(tmp_path, lambda d: d.update(values=values))
+    assert catalog.coded_values(ROOT / "kernels", "pipelines")[0] == ("x", 0, "ffma")
+    with pytest.raises(SmdissectError, match=message) as err:
+        catalog.coded_values(kernels, "latency")
+    assert "\n" not in str(err.value) and "cases.yaml" in str(err.value)
+
+
 def test_unknown_category_names_the_known_ones() -> None:
     with pytest.raises(SmdissectError, match=r"unknown category 'nope' \(known: .*latency"):
         catalog.load(ROOT / "kernels", "nope")

@@ -94,6 +94,19 @@ def test_the_docs_example_view_renders_on_the_committed_latency_figures(
     assert "cycles per dependent FFMA" in mine
 
 
+def test_a_page_names_its_coded_parameter_values_before_the_views_sections(tmp_path: Path) -> None:
+    out = tmp_path / "memory.html"
+    inputs = {"figures": sorted((LATENCY.parent / "memory").rglob("figures.parquet"))}
+    pipeline.report_page(ROOT / "kernels", "memory", inputs, {}, out, {}, ["memory"])
+    page = out.read_text()
+    ids = re.findall(r'<section id="([^"]+)">', page)
+    assert ids[:2] == ["findings", "coded-parameter-values"]
+    coded = page[page.index('<section id="coded-parameter-values">') :]
+    coded = coded[: coded.index("</section>")]
+    assert "<td>type=0</td><td>u32</td>" in coded and "<td>stride_b=0</td>" in coded
+    assert "type=0" in page[page.index("</section>", page.index("coded-parameter-values")) :]  # names it explains
+
+
 def test_summary_is_the_median_the_range_and_the_count_of_each_group() -> None:
     rows = pd.DataFrame({"case": ["b", "a", "b", "b", "a"], "params": ["{}"] * 5, "value": [3.0, 10.0, 1.0, 8.0, 4.0]})
     sorted_ = stats.summary(rows, ["case", "params"])

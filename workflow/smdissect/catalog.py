@@ -176,6 +176,17 @@ MANIFEST_SCHEMA: dict[str, Any] = {
         "category": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
         "title": {"type": "string"},
         "metrics": {"type": "array", "items": {"type": "string", "pattern": "^[a-z0-9_]+__[a-z0-9_.]+$"}},
+        # what each value of a coded axis means (ctas 0: one CTA per SM), shown on the category's page
+        "values": {
+            "type": "object",
+            "propertyNames": {"pattern": "^[a-z][a-z0-9_]*$"},
+            "additionalProperties": {
+                "type": "object",
+                "minProperties": 1,
+                "propertyNames": {"pattern": "^-?[0-9]+$"},
+                "additionalProperties": {"type": "string", "minLength": 1},
+            },
+        },
         "defaults": {"$ref": "#/$defs/defaults"},
         "families": {
             "type": "object",
@@ -459,6 +470,24 @@ def family_source(kernels: Path, category: str, family: str) -> Path:
 def title(kernels: Path, category: str) -> str:
     """The manifest's one-line title of a category."""
     return manifest(kernels, category)["title"]
+
+
+def coded_values(kernels: Path, category: str) -> list[tuple[str, int, str]]:
+    """(axis, value, meaning) of each coded value the manifest names (`values:`): one named value is a special value
+    of a numeric axis (ctas 0), several an enumeration, which must name every swept value (else a one-line error)."""
+    named = manifest(kernels, category).get("values", {})
+    swept: dict[str, set[int]] = {}
+    for case in load(kernels, category):
+        for axis, values in case.sweep.items():
+            swept.setdefault(axis, set()).update(values)
+    path = kernels / category / "cases.yaml"
+    for axis, meanings in named.items():
+        if axis not in swept:
+            raise SmdissectError(f"{path}: values: no case sweeps '{axis}': remove it or fix the axis name")
+        unnamed = sorted(swept[axis] - {int(v) for v in meanings}) if len(meanings) > 1 else []
+        if unnamed:
+            raise SmdissectError(f"{path}: values: {axis} {unnamed[0]} is swept but not named: add what it means")
+    return [(axis, int(v), text) for axis, meanings in named.items() for v, text in meanings.items()]
 
 
 def family_settings(kernels: Path, category: str, family: str) -> dict[str, Any]:

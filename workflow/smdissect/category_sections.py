@@ -45,6 +45,12 @@ def findings(figures: pd.DataFrame, key: pd.DataFrame) -> str:
     )
 
 
+def coded(values: pd.DataFrame) -> str:
+    """What each coded parameter value in the figures' names means (the manifest's `values:`)."""
+    rows = values.assign(value=values["axis"] + "=" + values["value"].astype(str))[["value", "meaning"]]
+    return "<p>Points are named by their parameters; these values stand for:</p>" + table(rows)
+
+
 def all_figures(figures: pd.DataFrame) -> str:
     """Every figure that stands (not contradicted), with the SM clock its launches ran at (clock64 over
     %globaltimer, blank where untimed), method, derivation and the reason of its status."""

@@ -293,6 +293,7 @@ def report_page(
             for c in cases
         ]
     )
+    frames["values"] = pd.DataFrame(catalog.coded_values(kernels, category), columns=["axis", "value", "meaning"])
     frames["reference"] = paper.reference(kernels)
     if "raw" in frames:
         provenance = raw_provenance(frames["raw"]) | provenance

@@ -83,8 +83,10 @@ def render_category(
             table(common.medians(raw)),
         ),
     )
+    coded = tables.get("values", pd.DataFrame())
     parts = [
         ("Findings", part("figures", lambda f: common.findings(f, key))),
+        ("Coded parameter values", common.coded(coded) if len(coded) else ""),
         *view_of(category)(tables),
         ("What the statuses mean", part("figures", lambda f: status_legend(f["status"].value_counts().to_dict()))),
         ("ILP curve", part("raw", lambda raw: common.ilp_chart(raw, tables.get("cases")))) if chain else ("", ""),
