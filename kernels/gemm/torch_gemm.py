@@ -113,7 +113,7 @@ def max_rel_err(torch: Any, a: Any, b: Any, out: Any) -> float:
 
 def torch_gemm(case: str, point: protocol.Point, repeats: int, device: int) -> None:
     """Check one square GEMM of the case's format, then time `repeats` of them (protocol.time_calls); TFLOPS (TOPS
-    for integers) = 2 mn^3 / time, and FLOP/cycle/SM at the SM clock NVML read."""
+    for integers) = 2 mn^3 / time, and FLOP (OP)/cycle/SM at the SM clock NVML read."""
     fmt, n = FORMATS[case], protocol.param(point, "mn")
     if n < CHECKED_ROWS or n % ALIGN:
         protocol.fail(
@@ -142,7 +142,8 @@ def torch_gemm(case: str, point: protocol.Point, repeats: int, device: int) -> N
     if mhz > 0:  # per SM and cycle at the clock NVML read: comparable with the tensor instructions' peaks
         sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
         flops = [2.0 * n**3 / (t * 1e-3) / (sms * mhz * 1e6) for t in ms]
-        protocol.emit(case, point, "flops", "FLOP/cycle/SM", flops, "torch", mhz)
+        per_cycle = "OP/cycle/SM" if fmt.unit == "TOPS" else "FLOP/cycle/SM"
+        protocol.emit(case, point, "flops", per_cycle, flops, "torch", mhz)
     protocol.emit(case, point, "ms", "ms", ms, "torch", mhz)
     protocol.emit(case, point, "max_rel_err", "fraction", [err], "torch")
 

@@ -4,7 +4,7 @@
 //
 // An operation `Op` provides: name (its type name, for the listing), Acc (per-chain state), Ctx (loop-invariant
 // operands), kThreads (threads per issuing unit), kMaxThreads, kBody (steps per short body), kPerStep
-// (operations per step), flop (FLOP per operation, 0 if none),
+// (operations per step), flop (FLOP per operation, 0 if none; OP for an integer format, which says kInteger),
 // counter (what ncu counts one per instruction), insts(major) (counted instructions per operation on a
 // device of that compute-capability major, 0 = not known there), and device functions
 // setup(seed) -> Ctx, init(Acc&, seed, chain), step(Acc&, const Ctx&), and host valid(const Acc&).
@@ -12,12 +12,19 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "harness.cuh"
 
 namespace tc {
 
 constexpr int kIters = 64;  // outer-loop iterations (not unrolled)
+
+// Whether Op counts integer operations (OP/cycle/SM and TOPS) rather than FLOP: its kInteger, false where absent.
+template <class Op, class = void>
+struct Integer : std::false_type {};
+template <class Op>
+struct Integer<Op, std::void_t<decltype(Op::kInteger)>> : std::bool_constant<Op::kInteger> {};
 
 // What ncu counts for an operation's instructions.
 enum class Counter { hmma, imma, dmma, gmma, ldsm, stsm, tensor };
@@ -175,8 +182,8 @@ void measure(const std::string& id, const std::map<std::string, long>& point, lo
     flops.push_back(rate[i] * Op::flop);
     tflops.push_back(flops.back() * sm_count() * rec.clock_mhz * 1e6 / 1e12);
   }
-  emit("flops", "FLOP/cycle/SM", flops);
-  emit("tflops", "TFLOPS", tflops);
+  emit("flops", Integer<Op>::value ? "OP/cycle/SM" : "FLOP/cycle/SM", flops);
+  emit("tflops", Integer<Op>::value ? "TOPS" : "TFLOPS", tflops);
 }
 
 // The listing of one ILP: short and long kernels with their operation counts.

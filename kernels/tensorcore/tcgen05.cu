@@ -341,8 +341,8 @@ void measure_mma(const std::string& id, const std::map<std::string, long>& point
     tflops.push_back(flops.back() * tc::sm_count() * rec.clock_mhz * 1e6 / 1e12);
   }
   emit("throughput", "op/cycle/SM", rate);
-  emit("flops", "FLOP/cycle/SM", flops);
-  emit("tflops", "TFLOPS", tflops);
+  emit("flops", F::kInt ? "OP/cycle/SM" : "FLOP/cycle/SM", flops);
+  emit("tflops", F::kInt ? "TOPS" : "TFLOPS", tflops);
 }
 
 inline std::string symbol(const char* kernel, const std::string& args) {

@@ -153,6 +153,7 @@ struct Wgmma {
   using Ctx = WgOps;
   static constexpr int kN = N, kThreads = 128, kMaxThreads = 256, kBody = 8, kPerStep = BATCH;
   static constexpr double flop = 2.0 * 64 * N * F::kK;  // sparse: K is the shape's (dense-equivalent) K
+  static constexpr bool kInteger = F::kAcc == WgAcc::s32;
   static constexpr tc::Counter counter = tc::Counter::gmma;
   static int insts(int major) { return major == 9; }
   __device__ static Ctx setup(float seed) {

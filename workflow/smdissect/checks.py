@@ -166,10 +166,10 @@ def limit(figure: Figure, case: Case, arch: str, gpu: str) -> Ceiling | None:
         if rate and rate <= issue.value:
             return Ceiling(rate, f"{arch} {pipe} pipe peak {rate:g} warp-inst/cycle/SM", True)
         return issue
-    if unit == "FLOP/cycle/SM" and peak.startswith("tensor:"):
+    if unit in ("FLOP/cycle/SM", "OP/cycle/SM") and peak.startswith("tensor:"):
         fmt = peak.removeprefix("tensor:")
         rate = archs.tensor_peak(arch, fmt, sparse="sp" in case.id.split("_"))
-        return Ceiling(rate, f"{arch} {fmt} tensor peak {rate:g} FLOP/cycle/SM", True) if rate else None
+        return Ceiling(rate, f"{arch} {fmt} tensor peak {rate:g} {unit}", True) if rate else None
     if unit == "GB/s" and peak == "dram":
         rate = archs.dram_peak_gbs(gpu)
         return Ceiling(rate, f"{gpu} datasheet DRAM {rate:g} GB/s", True, CEILING_SHARE["dram"]) if rate else None

@@ -16,7 +16,7 @@ from .checks import point_checks, point_clocks, reference_checks, run_flags, sec
 from .figure_model import Check, Figure, Point, judge, points
 from .tables import FIGURE_STATUSES, point_text
 
-RATE_UNITS = ("/cycle", "/s", "TFLOPS")  # a metric in such a unit peaks over its sweep by default
+RATE_UNITS = ("/cycle", "/s", "TFLOPS", "TOPS")  # a metric in such a unit peaks over its sweep by default
 # How a chain case's figures are measured (kernels/common/chain.cuh), where its manifest says nothing more.
 CHAIN_METHODS = {
     "latency": "dependent chain in one warp: the cycles per step between a 256- and a 512-step body (loop "

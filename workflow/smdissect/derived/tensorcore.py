@@ -136,7 +136,7 @@ def _case_figures(raw: pd.DataFrame, generic: list[Figure], case: str, arch: str
             make(
                 case,
                 "tflops",
-                "TFLOPS",
+                _unit(raw, case, "tflops"),
                 f"{case} tflops at peak flops",
                 lambda t: t,
                 [samples(raw, case, "tflops", where)],
@@ -151,6 +151,11 @@ def _case_figures(raw: pd.DataFrame, generic: list[Figure], case: str, arch: str
             make(case, "smem_bytes", "B/cycle/SM", f"{case} {name}", lambda t: t * size, [thr], derivation, [where])
         )
     return out
+
+
+def _unit(raw: pd.DataFrame, case: str, metric: str) -> str:
+    """The unit a case's records of `metric` carry (TFLOPS, TOPS for an integer format)."""
+    return str(raw.loc[(raw["case"] == case) & (raw["metric"] == metric), "unit"].iloc[0])
 
 
 def _source(arch: str, gpu: str) -> str:

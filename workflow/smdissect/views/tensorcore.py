@@ -198,8 +198,8 @@ def library(figures: pd.DataFrame) -> pd.DataFrame:
         rows.append(
             {
                 "case": fig.case,
-                "peak FLOP/cycle/SM": markup.number(fig.value),
-                "TFLOPS": markup.number(first("tflops")),
+                "peak per cycle per SM": f"{markup.number(fig.value)} {fig.unit}",
+                "rate at its clock": f"{markup.number(first('tflops'))} {'TOPS' if fig.unit.startswith('OP') else 'TFLOPS'}",
                 "SM clock (MHz)": markup.number(fig.clock_mhz),
                 "% of the datasheet rate": markup.number(first("pct_of_peak")),
                 "status": markup.badge(fig.status),
@@ -222,7 +222,10 @@ def sections(frames: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:
         out += [
             ("Tensor-core formats", evidence.figure_table(table) + _peak_source(raw)),
             ("Latency per format", _chart(kept, "latency", "Dependent-accumulator latency", "cycle")),
-            ("FLOP/cycle/SM per format", _chart(kept, "flops", "Peak FLOP/cycle/SM", "FLOP/cycle/SM")),
+            (
+                "FLOP/cycle/SM per format",
+                _chart(kept, "flops", "Peak FLOP (OP for integer formats)/cycle/SM", "FLOP or OP/cycle/SM"),
+            ),
             (
                 "Share of the format's dense peak",
                 _chart(kept, "pct_of_peak", "At the point of peak FLOP/cycle/SM", "%"),
