@@ -1,0 +1,179 @@
+"""Report view of the geometry category: the TLB staircase (latency against pages touched), the L1's bytes per cold
+miss against stride and its capacity curves per carveout, and the L2's bandwidth against footprint. Every number is
+a row of the figures table (smdissect.derived.geometry derives levels, reaches, sizes and ratios); the charts draw
+the samples."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from smdissect import charts, evidence, markup
+
+TLB = ("tlb_chase", "tlb_chase_wide")
+L1 = ("l1_sector", "l1_capacity", "l1_line", "l1_ways")
+L2 = ("l2_bandwidth", "l2_camping", "l2_persist", "l2_address_map", "device_geometry")
+
+
+def _table(frames: dict[str, pd.DataFrame], cases: tuple[str, ...]) -> str:
+    return evidence.figure_table(evidence.figures_of(frames, cases=cases))
+
+
+def _tlb(frames: dict[str, pd.DataFrame]) -> str:
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
+
+    data = evidence.points(frames.get("raw"), list(TLB), "latency", ["pages", "stride_mb"])
+    if data.empty:
+        return markup.empty("no TLB measurements")
+    data["stride"] = data["stride_mb"].map(lambda s: f"{s:g} MB apart")
+    chart = (
+        alt.Chart(data)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("pages:Q", scale=alt.Scale(type="log", base=2), title="pages touched (2 MB each, log 2)"),
+            y=alt.Y("value:Q", title="latency (cycle per load)"),
+            color=alt.Color("stride:N", title="pages"),
+        )
+        .properties(width=600, height=280)
+    )
+    described = (
+        "Page-stride chase latency (cycles per load, every load an L2 hit) against the number of distinct 2 MB pages "
+        f"it touches (log 2), one line per page stride ({', '.join(sorted(data['stride'].unique()))}); each step up "
+        "is a TLB level's reach."
+    )
+    note = markup.empty(
+        "4096 lines (512 KB) spread round robin over the pages, each read once per lap through the L2 only "
+        "(ld.global.cg): the data reads are L2 hits at every page count, so a step is a TLB level running out of "
+        "entries; reach = entries x 2 MB. 4 KB and 64 KB pages cannot be isolated here: cudaMalloc maps 2 MB pages"
+    )
+    return charts.svg(chart, described, "TLB staircase") + note + _table(frames, TLB)
+
+
+def _l1(frames: dict[str, pd.DataFrame]) -> str:
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
+
+    misses = evidence.figures_of(frames, cases=("l1_sector",), metrics=("bytes_per_miss",))
+    curves = evidence.points(frames.get("raw"), ["l1_capacity", "l1_line"], "latency", ["footprint_kb", "stride_b"])
+    if misses.empty and curves.empty:
+        return markup.empty("no L1 measurements")
+    body = ""
+    if not misses.empty:
+        data = misses.assign(stride=misses["params"].map(lambda p: float(evidence.param(p, "stride_b"))))
+        chart = (
+            alt.Chart(data)
+            .mark_line(point=True)
+            .encode(
+                x=alt.X("stride:Q", scale=alt.Scale(type="log", base=2), title="stride (B, log 2)"),
+                y=alt.Y("value:Q", scale=alt.Scale(type="log", base=2), title="bytes per cold L1 miss (log 2)"),
+            )
+            .properties(width=420, height=240)
+        )
+        described = (
+            "Bytes per cold L1 miss against the chase's stride (both log 2): flat at the fill granularity below it, "
+            "then the stride itself (every load misses)."
+        )
+        body += charts.svg(chart, described, "L1 stride chart")
+    if not curves.empty:
+        curves["carveout"] = curves["params"].map(lambda p: evidence.param(p, "carveout"))
+        curves["series"] = [
+            f"carveout {c}%, stride {s:g} B" for c, s in zip(curves["carveout"], curves["stride_b"], strict=True)
+        ]
+        chart = (
+            alt.Chart(curves)
+            .mark_line(point=True)
+            .encode(
+                x=alt.X(
+                    "footprint_kb:Q",
+                    scale=alt.Scale(type="log"),
+                    axis=charts.kib_axis(curves["footprint_kb"], "footprint"),
+                ),
+                y=alt.Y("value:Q", title="latency (cycle per load)"),
+                color=alt.Color("series:N", title="chase"),
+            )
+            .properties(width=600, height=280)
+        )
+        described = (
+            f"Warmed chase latency against footprint (log) for {curves['series'].nunique()} chases (shared-memory "
+            "carveout and stride): each leaves the L1-hit level at the L1's capacity."
+        )
+        body += charts.svg(chart, described, "L1 capacity per carveout and stride")
+    note = markup.empty(
+        "sector: the cold lap of a 4 KB chain, each load timed alone; a load over twice the L1-hit latency missed. "
+        "capacity: the L1-hit level's last footprint, checked against the programming guide's carveouts. line: the "
+        "capacity footprint stays the same up to the line size and grows with the stride past it. ways: lines at a "
+        "stride of the L1's set span evict each other past the ways"
+    )
+    return body + note + _table(frames, L1)
+
+
+def _l2(frames: dict[str, pd.DataFrame]) -> str:
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
+
+    data = evidence.points(frames.get("raw"), ["l2_bandwidth"], "bandwidth", ["footprint_mb"])
+    figs = evidence.figures_of(frames, cases=L2)
+    if data.empty and figs.empty:
+        return markup.empty("no L2 measurements")
+    chart = ""
+    if not data.empty:
+        chart = charts.svg(
+            alt.Chart(data)
+            .mark_line(point=True)
+            .encode(
+                x=alt.X("footprint_mb:Q", scale=alt.Scale(type="log", base=2), title="footprint (MB, log 2)"),
+                y=alt.Y("value:Q", title="read bandwidth (GB/s)"),
+            )
+            .properties(width=600, height=260),
+            "L2 read bandwidth (GB/s, every SM, ld.global.cg) against the footprint read over and over (log 2): the "
+            "L2 level, then the fall to DRAM.",
+            "L2 bandwidth against footprint",
+        )
+    lines = _address_map(frames)
+    note = markup.empty(
+        "camping ratio: GB/s at an odd line stride over the power of two below it (lines of 128 B, 2 MB of data, "
+        "L2-resident); persisting gain: GB/s with a 16 MiB persisting access-policy window over without, each pass "
+        "streaming an L2's worth past the hot buffer. The near and far partitions' per-load latency is memory's "
+        "chase_near_far (on the memory page): one answer per quantity"
+    )
+    return chart + lines + note + _table(frames, L2)
+
+
+def _address_map(frames: dict[str, pd.DataFrame]) -> str:
+    """Each line's median latency against its offset in the 64 KB window, one series per SM slot."""
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
+
+    raw = frames.get("raw")
+    if raw is None or raw.empty:
+        return ""
+    loads = raw[(raw["case"] == "l2_address_map") & (raw["metric"] == "load_latency")]
+    if loads.empty:
+        return ""
+    per = loads.groupby("params")["iterations"].transform("max").astype(int)
+    data = loads.assign(
+        offset=loads.groupby("params").cumcount() % per * 128,
+        slot=loads["params"].map(lambda p: f"SM slot {evidence.param(p, 'sm_slot')}"),
+    )
+    data = data.groupby(["slot", "offset"], as_index=False)["value"].median()
+    chart = (
+        alt.Chart(data)
+        .mark_point(filled=True, size=12)
+        .encode(
+            x=alt.X("offset:Q", title="byte offset of the line in the 64 KB window"),
+            y=alt.Y("value:Q", title="L2 hit latency (cycle, median over launches)"),
+            color=alt.Color("slot:N", title="timed from"),
+        )
+        .properties(width=600, height=220)
+    )
+    return charts.svg(
+        chart,
+        "Each of 512 consecutive 128 B lines' L2 hit latency (median over launches) against its offset, one series per "
+        "SM slot: a line is near (low) or far (high) by the partition its address maps to.",
+        "L2 partition of consecutive lines",
+    )
+
+
+def sections(frames: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:
+    """The TLB staircase, the L1's geometry and the L2's, each with its figures."""
+    return [
+        ("TLB reach and miss penalty", _tlb(frames)),
+        ("L1 sector, line, capacity and ways", _l1(frames)),
+        ("L2 geometry", _l2(frames)),
+    ]
