@@ -1,6 +1,7 @@
 """The launch category: manifest, real builds for sm_90a and sm_120a, their listings and SASS against the manifest
 (PDL's PREEXIT/ACQBULK on both archs, cluster launch control's UGETNEXTWORKID on sm_120a only), one-line errors,
-and the report view on frames shaped like a real run."""
+the host-side costs' derived figures and checks (cold launch, allocation slopes, unified-memory faults under the
+link), and the report view on frames shaped like a real run."""
 
 from __future__ import annotations
 
@@ -88,6 +89,7 @@ def test_pdl_and_clc_instructions_are_where_each_arch_has_them(compiled: Compile
         ("hostlink", ["--repeats", "0"]),
         ("overhead", ["--case", "launch_round_trip", "--bogus"]),
         ("clc", []),
+        ("host", ["--case", "launch_cold", "--param", "ctas=one"]),
     ],
 )
 def test_bad_arguments_fail_with_one_line(compiled: Compiled, family: str, args: list[str]) -> None:
@@ -243,6 +245,70 @@ def test_view_without_measurements_says_so(frames: dict[str, pd.DataFrame]) -> N
         assert "no " in body and "measurements" in body, title
 
 
+def host_shaped() -> pd.DataFrame:
+    """A raw table like the host family's run on an H200, beside launch_round_trip and the PCIe link."""
+    rows = [
+        ("launch_round_trip", {"ctas": 1}, "latency", "us", [9.0, 10.0, 11.0]),
+        ("launch_cold", {"ctas": 1}, "cold_launch", "us", [40.0, 41.0, 42.0]),
+        ("launch_cold", {"ctas": 1}, "warm_launch", "us", [9.3, 9.4, 9.5]),
+        ("launch_cold", {"ctas": 1}, "lazy_loading", "bool", [1.0]),
+        ("stream_event_query", {}, "stream_query_idle", "us", [0.2, 0.2]),
+        ("stream_event_query", {}, "stream_query_busy", "us", [0.5, 0.5]),
+    ]
+    for kb, m, f in ((4, 2.0, 1.0), (1024, 3.0, 2.0), (65536, 30.0, 50.0), (1048576, 330.0, 650.0)):
+        rows += [
+            ("malloc_free", {"size_kb": kb}, "malloc", "us", [m]),
+            ("malloc_free", {"size_kb": kb}, "free", "us", [f]),
+        ]
+    for kb in (2048, 65536):  # 200 us/MiB faulted (5.2 GB/s), 25 us/MiB prefetched (42 GB/s), 1 us/MiB resident
+        at = {"size_kb": kb}
+        rows += [
+            ("managed_fault", at, m, "us/MiB", [v])
+            for m, v in (("faulted", 200.0), ("prefetched", 25.0), ("resident", 1.0))
+        ]
+    rows += [("pcie_link", {}, m, u, [v]) for m, u, v in (("link_speed", "GT/s", 32.0), ("link_width", "lanes", 16))]
+    return raw_frame(rows)
+
+
+def test_cold_launch_costs_more_than_the_warm_one_it_agrees_with() -> None:
+    f = by_name(judged(host_shaped()))
+    cost = f.loc["cold launch minus warm launch at ctas=1"]
+    assert cost["value"] == pytest.approx(41.0 - 9.4) and "lazy loading" in cost["derivation"]
+    warm = f.loc["launch_cold warm_launch"]
+    assert warm["status"] == "verified" and "launch_round_trip" in warm["reason"]  # 9.4 vs 10 us: within 10%
+    far = host_shaped()
+    far.loc[far["metric"] == "warm_launch", "value"] = 20.0
+    assert by_name(judged(far)).loc["launch_cold warm_launch", "status"] == "contradicted"
+    eager = host_shaped()
+    eager.loc[eager["metric"] == "lazy_loading", "value"] = 0.0
+    assert "eager loading" in by_name(judged(eager)).loc["cold launch minus warm launch at ctas=1", "derivation"]
+
+
+def test_allocation_slopes_and_page_fault_cost() -> None:
+    f = by_name(judged(host_shaped()))
+    gib = (1048576 - 65536) / 1024**2
+    assert f.loc["cudaMalloc cost per GiB", "value"] == pytest.approx((330 - 30) / gib)
+    assert f.loc["cudaFree cost per GiB", "value"] == pytest.approx((650 - 50) / gib)
+    assert f.loc["GPU page fault cost per 4 KiB page at size_kb=65536", "value"] == pytest.approx(199 * 4 / 1024)
+    assert f.loc["first touch faulted / prefetched at size_kb=2048", "value"] == pytest.approx(8.0)
+    assert f.loc["migration rate, prefetched at size_kb=65536", "value"] == pytest.approx(1048.576 / 25)
+    assert f.loc["launch_cold cold_launch", "value"] == 41.0 and f.loc["malloc_free free at size_kb=4", "value"] == 1.0
+    # a migration faster than the link's raw peak (64 GB/s per direction) is ruled out, whatever else agrees
+    fast = host_shaped()
+    fast.loc[fast["metric"] == "prefetched", "value"] = 10.0  # 105 GB/s
+    rate = by_name(judged(fast)).loc["migration rate, prefetched at size_kb=2048"]
+    assert rate["status"] == "contradicted" and "PCIe raw peak" in rate["reason"]
+
+
+def test_view_shows_the_host_costs() -> None:
+    body = dict(view.sections(judged(host_shaped())))[
+        "Host-side costs: cold launch, allocation, unified memory, queries"
+    ]
+    assert "<svg" in body and "cudaMalloc and cudaFree over size" in body
+    assert "cold launch minus warm launch at ctas=1" in body and "GPU page fault cost per 4 KiB page" in body
+    assert "stream_event_query stream_query_busy" in body and "<h3>Stream and event queries</h3>" in body
+
+
 def run_case(binary: Path, case: str, *params: str) -> tuple[list[dict], str]:
     """The records and stderr of one case run with 3 repeats."""
     argv = [str(binary), "--case", case, "--repeats", "3"] + [a for p in params for a in ("--param", p)]
@@ -284,3 +350,23 @@ def test_launch_overhead_and_host_link_are_plausible(compiled: Compiled) -> None
 def test_clc_is_static_below_sm100(compiled: Compiled) -> None:
     records, stderr = run_case(compiled("sm_90a", "launch", "clc"), "clc_try_cancel", "ctas_per_sm=4")
     assert not records and "static: clc_try_cancel" in stderr and "sm_100" in stderr
+
+
+@pytest.mark.gpu
+def test_host_costs_are_physical(compiled: Compiled) -> None:
+    binary = compiled("sm_90a", "launch", "host")
+    cold = {r["metric"]: r for r in run_case(binary, "launch_cold", "ctas=1")[0]}
+    assert len(cold["cold_launch"]["samples"]) == 8 and 1 < cold["warm_launch"]["value"] < 1000
+    if cold["lazy_loading"]["value"] == 1:  # the first launch loads the function: it costs more than a warm one
+        assert cold["cold_launch"]["value"] > cold["warm_launch"]["value"]
+    alloc = {
+        (r["metric"], r["params"]["size_kb"]): r["value"]
+        for r in run_case(binary, "malloc_free", "size_kb=4,1048576")[0]
+    }
+    assert alloc[("free", 1048576)] > 0 and alloc[("malloc", 1048576)] > 0
+    assert alloc[("malloc", 1048576)] + alloc[("free", 1048576)] > alloc[("malloc", 4)] + alloc[("free", 4)]
+    managed, stderr = run_case(binary, "managed_fault", "size_kb=65536")
+    by = {r["metric"]: r["value"] for r in managed}
+    assert by["faulted"] > by["prefetched"] > 0 and by["faulted"] > by["resident"] > 0, stderr
+    queries = {r["metric"]: r["value"] for r in run_case(binary, "stream_event_query")[0]}
+    assert len(queries) == 6 and all(0 < v < 100 for v in queries.values()), queries

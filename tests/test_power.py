@@ -1,5 +1,6 @@
 """The power category: manifest, real builds for sm_90a and sm_120a with their SASS against the manifest, the power
-model's least squares on frames shaped like a real run, the report view, and the H200's recorded samples."""
+model's least squares on frames shaped like a real run, the clock and power-limit settings and the soak's figures
+with their checks, the report view, and the H200's recorded samples."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import ARCHS, FIXTURES, ROOT, assert_sass_claims
+from conftest import raw_frame as conftest_raw
 from smdissect import catalog, figures, markup, power, sass, tables
+from smdissect.errors import SmdissectError
 from smdissect.figure_model import REFERENCE, Figure, judge
 from smdissect.views import power as view
 
@@ -26,9 +29,12 @@ SW_POWER_CAP, GPU_IDLE = 0x4, 0x1
 def test_manifest_is_unprofiled_and_fits_the_run_budget() -> None:
     settings = catalog.family_settings(ROOT / "kernels", "power", "power")
     assert settings["profile"] is False and settings["timeout"] <= 300
-    points = sum(len(c.points()) for c in CASES)
-    assert points * 2.0 < 90, "each point holds about 2 s of sustained work: the category must stay under 90 s"
-    busy = [c for c in CASES if c.id != power.IDLE]
+    points = sum(len(c.points()) for c in CASES if c.id not in (power.SOAK, power.LIMITS))
+    (soak,) = [c for c in CASES if c.id == power.SOAK]
+    soak_s = sum(p["seconds"] for p in soak.points())
+    assert soak_s <= 20, "the soak may hold the GPU 20 s at most"
+    assert points * 2.0 + soak_s < 90, "each point holds about 2 s of sustained work: the category must stay under 90 s"
+    busy = [c for c in CASES if c.id not in (power.IDLE, power.SOAK, power.LIMITS)]
     assert {c.id for c in busy} == set(power.PRECISIONS)
     assert all(min(c.sweep["sms"]) >= 1 for c in busy)
     assert next(c for c in CASES if c.id == power.IDLE).sweep == {"sms": [0]}
@@ -50,11 +56,19 @@ def test_family_lists_its_cases_and_its_sass_holds(compiled: Callable[[str, str,
         (k,) = kernels[case_id]
         observed = counts[k["symbol"]]
         assert sass.count(observed, opcode) >= k["ops"] > 0, f"{arch} {case_id}: {opcode} missing"
+    (soak,) = kernels[power.SOAK]  # the soak runs the bf16 load with clock stamps: the same HMMA per pass
+    assert soak["symbol"] == "soak_kernel<MmaBf16>" and soak["ops"] == kernels["power_bf16_mma"][0]["ops"]
+    assert kernels[power.LIMITS] == []
 
 
 def test_bad_parameters_fail_with_one_line(compiled: Callable[[str, str, str], Path]) -> None:
     binary = compiled("sm_90a", "power", "power")
-    for args in (["--case", "power_fp32_ffma", "--param", "sms=many"], ["--repeats", "0"], ["--bogus"]):
+    for args in (
+        ["--case", "power_fp32_ffma", "--param", "sms=many"],
+        ["--repeats", "0"],
+        ["--bogus"],
+        ["--case", "power_soak", "--param", "seconds=twenty"],
+    ):
         proc = subprocess.run([str(binary), *args], capture_output=True, text=True)
         assert proc.returncode != 0 and len(proc.stderr.strip().splitlines()) == 1, args
 
@@ -273,6 +287,105 @@ def test_same_work_as_the_tensorcore_bf16_mma() -> None:
     assert status == "contradicted" and "tensorcore/mma_bf16_f32" in reason
 
 
+LIMITS = {  # clock_limits of an H200 as NVML and the runtime report it
+    "max_sm_clock": 1980.0,
+    "default_sm_clock": 1980.0,
+    "max_memory_clock": 3201.0,
+    "power_limit": 700.0,
+    "default_power_limit": 700.0,
+    "max_power_limit": 700.0,
+    "sm_clock_attribute": 1980.0,
+}
+
+
+def soak_frame(limits: dict[str, float] | None = None, readings: int = 200) -> pd.DataFrame:
+    """clock_limits and a 20 s power_soak: the SMs' clock 1815 MHz for 18 s then 1755 MHz, NVML reading 1980 MHz,
+    40 -> 70 C, 650 W (energy counter and readings alike), the power cap set in readings 150-169 and 180-199."""
+    rows = [(power.LIMITS, {}, m, [v]) for m, v in (limits or LIMITS).items()]
+    t = np.arange(readings) * 0.1
+    cap = [SW_POWER_CAP if 150 <= i < 170 or i >= 180 else 0 for i in range(readings)]
+    at = {"seconds": 20}
+    rows += [
+        (power.SOAK, at, "soak_clock", [1815.0 if i < 180 else 1755.0 for i in range(readings)]),
+        (power.SOAK, at, "bin_time", list(t + 0.1)),
+        (power.SOAK, at, "soak_time", list(t)),
+        (power.SOAK, at, "energy", list(650.0 * t)),
+        (power.SOAK, at, "power_nvml", [650.0] * readings),
+        (power.SOAK, at, "sm_clock_nvml", [1980.0] * readings),
+        (power.SOAK, at, "temperature", list(40 + 30 * t / t[-1])),
+        (power.SOAK, at, "throttle_reasons", [float(m) for m in cap]),
+    ]
+    return conftest_raw(rows)
+
+
+def test_settings_are_checked_against_the_attribute_and_the_datasheet() -> None:
+    found = judged(soak_frame())
+    top = found["max (boost) SM clock"]
+    assert top.value == 1980 and judge(top.checks)[0] == "verified"
+    assert {c.name for c in top.checks if c.verdict == "agree"} >= {"device attribute", "datasheet"}
+    limit = found["enforced power limit"]
+    assert (
+        limit.value == 700 and judge(limit.checks)[0] == "unverified" and "(its default)" in limit.derivation
+    )  # bounds only
+    top_limit = found["top of the configurable power-limit range"]  # the datasheet's "up to 700 W" verifies it
+    assert (
+        top_limit.value == 700
+        and judge(top_limit.checks)[0] == "verified"
+        and "datasheet" in judge(top_limit.checks)[1]
+    )
+    over = judged(soak_frame(LIMITS | {"max_power_limit": 800.0}))
+    assert judge(over["top of the configurable power-limit range"].checks)[0] == "contradicted"
+    assert found["default applications SM clock"].value == 1980
+    off = judged(soak_frame(LIMITS | {"sm_clock_attribute": 1755.0}))["max (boost) SM clock"]
+    assert judge(off.checks)[0] == "contradicted" and "cudaDevAttrClockRate" in judge(off.checks)[1]
+    memory = found["clock_limits max_memory_clock"]  # the same clock the memory category reads from the runtime
+    same = Figure(**(memory.__dict__ | {"case": "device_attributes", "metric": "memory_clock", "checks": []}))
+    mem = judged(soak_frame(), {"memory": [same]})["clock_limits max_memory_clock"]
+    assert judge(mem.checks)[0] == "verified"
+
+
+def test_onsets_count_each_reason_where_it_begins() -> None:
+    masks = np.array([0, 4, 4, 0, 4, 5, 1, 0], float)  # sw_power_cap twice, gpu_idle once (from reading 5)
+    assert power.onsets(masks) == {"sw_power_cap": 2, "gpu_idle": 1}
+    assert power.onsets(np.array([4.0, 4.0])) == {"sw_power_cap": 1} and power.onsets(np.array([])) == {}
+
+
+def test_soak_figures_start_end_and_throttle_events() -> None:
+    found = judged(soak_frame())
+    start, end = found["SM clock at the soak's start"], found["SM clock at the soak's end"]
+    assert start.value == 1815 and end.value == 1755
+    assert found["SM clock change over the soak (end over start)"].value == pytest.approx(100 * (1755 / 1815 - 1))
+    status, reason = judge(end.checks)  # NVML reads 1980 under the mma load: an expected disagreement, not a check
+    assert status == "unverified" and "NVML" in reason
+    assert found["GPU temperature rise over the soak"].value == pytest.approx(
+        30 * (189.5 - 9.5) / 199
+    )  # medians of 20 readings each
+    assert found["board power at the soak's end"].value == pytest.approx(650)
+    assert found["board power at the soak's end / enforced power limit"].value == pytest.approx(100 * 650 / 700)
+    assert found["sw_power_cap onsets over the soak"].value == 2
+    assert found["clock slowdown onsets over the soak"].value == 2
+    assert found["share of soak readings with the clocks held down"].value == pytest.approx(100 * 40 / 200)
+    over = judged(soak_frame(LIMITS | {"max_sm_clock": 1700.0}))["SM clock at the soak's start"]
+    assert judge(over.checks)[0] == "contradicted" and "max SM clock" in judge(over.checks)[1]
+    capped = judged(soak_frame(LIMITS | {"power_limit": 600.0}))
+    share = capped["board power at the soak's end / enforced power limit"]
+    assert judge(share.checks)[0] == "contradicted"  # 650 W over a 600 W limit for seconds: not a card at its cap
+    uneven = soak_frame()
+    uneven = uneven.drop(uneven.index[(uneven["metric"] == "temperature") & (uneven["repeat"] == 0)])
+    with pytest.raises(SmdissectError, match="rerun the power family"):
+        judged(uneven)
+
+
+def test_view_shows_settings_and_the_soak() -> None:
+    raw = soak_frame()
+    html = dict(view.sections({"raw": raw, "figures": figures_frame(raw)}))
+    settings = html["Clock and power-limit settings"]
+    assert "max (boost) SM clock" in settings and "1980" in settings and "s-verified" in settings
+    soak = html["Sustained soak: clock, power and temperature over time"]
+    assert soak.count("<svg") == 3 and "SM clock at the soak&#x27;s end" in soak and "1755" in soak
+    assert "sw_power_cap onsets over the soak" in soak
+
+
 @pytest.mark.parametrize("frames", [{}, {"raw": pd.DataFrame()}])
 def test_view_without_measurements_says_so(frames: dict[str, pd.DataFrame]) -> None:
     for title, body in view.sections(frames):
@@ -326,3 +439,22 @@ def test_ffma_power_grows_with_active_sms(compiled: Callable[[str, str, str], Pa
     assert records[("power", 8)]["value"] > records[("power", 1)]["value"]
     ratio = records[("tflops", 8)]["value"] / records[("tflops", 1)]["value"]
     assert 7 < ratio < 9 and records[("power", 1)]["smid"] >= 0
+
+
+@pytest.mark.gpu
+def test_settings_and_a_short_soak_are_physical(compiled: Callable[[str, str, str], Path]) -> None:
+    binary = compiled("sm_90a", "power", "power")
+    argv = [str(binary), "--case", power.LIMITS, "--then", "--case", power.SOAK, "--param", "seconds=3"]
+    out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+    records = {(r["case"], r["metric"]): r for r in map(json.loads, out.splitlines())}
+    top = records[(power.LIMITS, "max_sm_clock")]["value"]
+    assert abs(top / records[(power.LIMITS, "sm_clock_attribute")]["value"] - 1) <= 0.01
+    assert 0 < records[(power.LIMITS, "power_limit")]["value"] <= records[(power.LIMITS, "max_power_limit")]["value"]
+    ran = records[(power.SOAK, "soak_clock")]["samples"]
+    assert len(ran) >= 25 and 0 < ran[-1] <= top * 1.02  # the end-of-soak clock is at most the max clock
+    watts = records[(power.SOAK, "power_nvml")]["samples"]
+    assert max(watts) > 100 and max(watts) <= 1.1 * records[(power.LIMITS, "power_limit")]["value"]
+    temps = records[(power.SOAK, "temperature")]["samples"]
+    assert temps[-1] >= temps[0] - 1  # a loaded card does not cool down
+    times = records[(power.SOAK, "soak_time")]["samples"]
+    assert len(times) == len(watts) and times == sorted(times) and 2.5 < times[-1] < 3.5

@@ -6,6 +6,9 @@
 // (throttle) reasons; the kernel must still be running when the window closes. NVML is loaded at run time
 // (dlopen) and the device is matched to the CUDA device by UUID, since NVML ignores CUDA_VISIBLE_DEVICES.
 // Clocks and power limits are never changed. One sustained window per point: --repeats is ignored.
+// clock_limits reads the card's clock and power-limit settings (NVML) beside the CUDA device attributes;
+// power_soak runs the BF16 mma.sync load on every SM for `seconds` while NVML is read every 100 ms, and the
+// kernel stamps clock64 and %globaltimer every 100 ms on each SM (the clock the SMs ran, bin by bin).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <dlfcn.h>
@@ -263,6 +266,50 @@ __global__ void __launch_bounds__(kThreads, 1) power_kernel(PowerArgs a) {
   if (threadIdx.x == 0) a.stamps[blockIdx.x] = {c0, smd::clock_cycles(), ns0, smd::clock_ns(), smd::sm_id()};
 }
 
+// power_kernel's loop, run bin by bin: at the first deadline check past each `bin_ns` (and at the end) thread 0 of
+// each CTA stamps %globaltimer and clock64 (bins[CTA * max_bins + i]): the clock each SM ran, bin by bin. The
+// clock64 read sits between bins, outside the loop the bodies run in, so that loop is the timed one.
+struct BinStamp {
+  unsigned long long ns;
+  long long cycles;
+};
+
+template <class Op>
+__global__ void __launch_bounds__(kThreads, 1)
+    soak_kernel(PowerArgs a, BinStamp* bins, int max_bins, unsigned long long bin_ns) {
+  extern __shared__ char reserve[];
+  __shared__ unsigned long long deadline;
+  __shared__ long long c0;
+  __shared__ unsigned long long ns0;
+  if (threadIdx.x == 0) {
+    ns0 = smd::clock_ns(), c0 = smd::clock_cycles();
+    deadline = ns0 + a.duration_ns;
+    a.started[blockIdx.x] = 1;
+    __threadfence_system();
+  }
+  __syncthreads();
+  const uint32_t t = blockIdx.x * kThreads + threadIdx.x;
+  typename Op::State s = Op::init(t);
+  unsigned long long bodies = 0, next = ns0 + bin_ns, now;
+  const unsigned long long end = deadline;
+  BinStamp* mine = bins + size_t(blockIdx.x) * max_bins;
+  for (int bin = 0;; ++bin, next += bin_ns) {
+    const unsigned long long until = next < end ? next : end;
+    do {
+#pragma unroll 1
+      for (int k = 0; k < Op::kCheck; ++k) Op::body(s);
+      bodies += Op::kCheck;
+      now = __shfl_sync(0xffffffffu, smd::clock_ns(), 0);
+    } while (now < until);
+    if (threadIdx.x == 0 && bin < max_bins) mine[bin] = {now, smd::clock_cycles()};
+    if (now >= end) break;
+  }
+  Op::finish(s, a.out + size_t(t) * Op::kOut);
+  if (threadIdx.x % 32 == 0) atomicAdd(a.bodies, bodies);
+  __syncthreads();
+  if (threadIdx.x == 0) a.stamps[blockIdx.x] = {c0, smd::clock_cycles(), ns0, smd::clock_ns(), smd::sm_id()};
+}
+
 // ---- NVML, loaded at run time ----
 
 class Nvml {
@@ -316,6 +363,18 @@ class Nvml {
     check(call<void*, unsigned long long*>(reasons_, device_, &mask), reasons_);
     return mask;
   }
+  // A setting read with nvml<name>(device, type, &value) or nvml<name>(device, &value): its status and value.
+  std::pair<int, unsigned> setting(const char* name, int type = -1) {
+    unsigned v = 0;
+    const int ret =
+        type < 0 ? call<void*, unsigned*>(name, device_, &v) : call<void*, int, unsigned*>(name, device_, type, &v);
+    return {ret, v};
+  }
+  std::pair<int, unsigned> max_power_limit_mw() {
+    unsigned lo = 0, hi = 0;
+    return {call<void*, unsigned*, unsigned*>("nvmlDeviceGetPowerManagementLimitConstraints", device_, &lo, &hi), hi};
+  }
+  const char* error(int ret) const { return error_string_(ret); }
 
  private:
   void* sym(const char* name) {
@@ -431,33 +490,71 @@ void wait_started(const Launch& l) {
   }
 }
 
-template <class Op>
-void run_power(const std::string& id, const std::map<std::string, long>& point, int /*repeats*/) {
-  const long sms = smd::param(point, "sms");
-  int dev = 0, device_sms = 0, per_sm = 0, optin = 0;
+int device_sms() {
+  int dev = 0, sms = 0;
   SMD_CHECK(cudaGetDevice(&dev));
-  SMD_CHECK(cudaDeviceGetAttribute(&device_sms, cudaDevAttrMultiProcessorCount, dev));
+  SMD_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  return sms;
+}
+
+// The buffers of `sms` persistent CTAs of `kernel`, each asking for over half an SM's shared memory so that no two
+// share an SM (checked: one CTA per SM fits); NVML loaded before anything is timed.
+template <class Op, class Kernel>
+Launch prepare(long sms, Kernel kernel) {
+  int dev = 0, per_sm = 0, optin = 0;
+  SMD_CHECK(cudaGetDevice(&dev));
   SMD_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
   SMD_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  if (sms < 1) smd::fail("sms must be >= 1 (the idle card is case power_idle)", 2);
-  if (sms > device_sms)
-    return smd::static_point(id, point, "the device has " + std::to_string(device_sms) + " SMs");
   Launch l;
   l.sms = int(sms), l.smem = size_t(per_sm) / 2 + 1;
   if (l.smem > size_t(optin)) smd::fail("a CTA cannot ask for over half an SM's shared memory on this device");
-  SMD_CHECK(cudaFuncSetAttribute(power_kernel<Op>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(l.smem)));
+  SMD_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(l.smem)));
   int per_sm_ctas = 0;
-  SMD_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm_ctas, power_kernel<Op>, kThreads, l.smem));
-  if (per_sm_ctas != 1) smd::fail("power_kernel fits " + std::to_string(per_sm_ctas) + " CTAs per SM, not 1");
-  const uint32_t threads = uint32_t(sms) * kThreads;
+  SMD_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm_ctas, kernel, kThreads, l.smem));
+  if (per_sm_ctas != 1) smd::fail("the power kernel fits " + std::to_string(per_sm_ctas) + " CTAs per SM, not 1");
   unsigned* host_started = nullptr;
   SMD_CHECK(cudaHostAlloc(&host_started, sms * sizeof(unsigned), cudaHostAllocMapped));
   SMD_CHECK(cudaHostGetDevicePointer(&l.started_dev, host_started, 0));
   l.started = host_started;
   SMD_CHECK(cudaMalloc(&l.bodies, sizeof(unsigned long long)));
   SMD_CHECK(cudaMalloc(&l.stamps, sms * sizeof(CtaStamp)));
-  SMD_CHECK(cudaMalloc(&l.out, size_t(threads) * Op::kOut * sizeof(double)));
-  nvml();  // load NVML before the timed launch
+  SMD_CHECK(cudaMalloc(&l.out, size_t(sms) * kThreads * Op::kOut * sizeof(double)));
+  nvml();
+  return l;
+}
+
+// After the kernel: each CTA's stamps and the loop bodies summed over warps; the buffers freed, every thread's result
+// checked on the host and every CTA found on an SM of its own (else a one-line error).
+template <class Op>
+std::vector<CtaStamp> collect(const std::string& id, const std::map<std::string, long>& point, const Launch& l,
+                              unsigned long long& bodies) {
+  const uint32_t threads = uint32_t(l.sms) * kThreads;
+  std::vector<CtaStamp> stamps(l.sms);
+  std::vector<double> out(size_t(threads) * Op::kOut);
+  SMD_CHECK(cudaMemcpy(stamps.data(), l.stamps, l.sms * sizeof(CtaStamp), cudaMemcpyDeviceToHost));
+  SMD_CHECK(cudaMemcpy(out.data(), l.out, out.size() * sizeof(double), cudaMemcpyDeviceToHost));
+  SMD_CHECK(cudaMemcpy(&bodies, l.bodies, sizeof bodies, cudaMemcpyDeviceToHost));
+  SMD_CHECK(cudaFreeHost(const_cast<unsigned*>(l.started)));
+  SMD_CHECK(cudaFree(l.bodies));
+  SMD_CHECK(cudaFree(l.stamps));
+  SMD_CHECK(cudaFree(l.out));
+  const std::string bad = Op::verify(out, threads);
+  if (!bad.empty()) smd::fail(id + " " + smd::params_json(point) + ": " + bad);
+  std::set<unsigned> smids;
+  for (const auto& s : stamps) smids.insert(s.smid);
+  if (long(smids.size()) != l.sms)
+    smd::fail(std::to_string(l.sms) + " CTAs ran on " + std::to_string(smids.size()) + " distinct SMs: not one per SM");
+  return stamps;
+}
+
+template <class Op>
+void run_power(const std::string& id, const std::map<std::string, long>& point, int /*repeats*/) {
+  const long sms = smd::param(point, "sms");
+  if (sms < 1) smd::fail("sms must be >= 1 (the idle card is case power_idle)", 2);
+  if (sms > device_sms())
+    return smd::static_point(id, point, "the device has " + std::to_string(device_sms()) + " SMs");
+  Launch l = prepare<Op>(sms, power_kernel<Op>);
+  const uint32_t threads = uint32_t(sms) * kThreads;
 
   launch<Op>(l, 0.02);  // untimed: module load, placement
   SMD_CHECK(cudaDeviceSynchronize());
@@ -474,29 +571,14 @@ void run_power(const std::string& id, const std::map<std::string, long>& point, 
     if (attempt == 2) smd::fail("the kernel ended before the power window closed, twice (host delayed?)");
   }
 
-  std::vector<CtaStamp> stamps(sms);
-  std::vector<double> out(size_t(threads) * Op::kOut);
   unsigned long long bodies = 0;
-  SMD_CHECK(cudaMemcpy(stamps.data(), l.stamps, sms * sizeof(CtaStamp), cudaMemcpyDeviceToHost));
-  SMD_CHECK(cudaMemcpy(out.data(), l.out, out.size() * sizeof(double), cudaMemcpyDeviceToHost));
-  SMD_CHECK(cudaMemcpy(&bodies, l.bodies, sizeof bodies, cudaMemcpyDeviceToHost));
-  SMD_CHECK(cudaFreeHost(host_started));
-  SMD_CHECK(cudaFree(l.bodies));
-  SMD_CHECK(cudaFree(l.stamps));
-  SMD_CHECK(cudaFree(l.out));
-  const std::string bad = Op::verify(out, threads);
-  if (!bad.empty()) smd::fail(id + " " + smd::params_json(point) + ": " + bad);
-
-  std::set<unsigned> smids;
+  const std::vector<CtaStamp> stamps = collect<Op>(id, point, l, bodies);
   std::vector<double> mhz;
   unsigned long long first = stamps[0].ns0, last = stamps[0].ns1;
   for (const auto& s : stamps) {
-    smids.insert(s.smid);
     mhz.push_back((s.c1 - s.c0) * 1e3 / double(s.ns1 - s.ns0));
     first = std::min(first, s.ns0), last = std::max(last, s.ns1);
   }
-  if (long(smids.size()) != sms)
-    smd::fail(std::to_string(sms) + " CTAs ran on " + std::to_string(smids.size()) + " distinct SMs: not one per SM");
   const double flops = double(bodies) * 32 * Op::kOps * Op::kFlops;
   const long long per_warp = (long long)(bodies / (threads / 32));
   const double clock = smd::median(mhz);
@@ -516,6 +598,127 @@ void run_idle(const std::string& id, const std::map<std::string, long>& point, i
   emit_window(id, point, w, smd::median(w.clock), -1, 0);
 }
 
+// The card's clock and power-limit settings from NVML, read once (they are settings, not measurements), beside the
+// CUDA device attribute of the SM clock; a setting this NVML cannot report is a stderr line naming it.
+void run_limits(const std::string& id, const std::map<std::string, long>& point, int /*repeats*/) {
+  Nvml& n = nvml();
+  struct Read {
+    const char *metric, *unit, *what;
+    std::pair<int, unsigned> got;
+    double scale;
+  };
+  const Read reads[] = {
+      {"max_sm_clock", "MHz", "nvmlDeviceGetMaxClockInfo(SM)", n.setting("nvmlDeviceGetMaxClockInfo", 1), 1},
+      {"default_sm_clock", "MHz", "nvmlDeviceGetDefaultApplicationsClock(SM)",
+       n.setting("nvmlDeviceGetDefaultApplicationsClock", 1), 1},
+      {"max_memory_clock", "MHz", "nvmlDeviceGetMaxClockInfo(MEM)", n.setting("nvmlDeviceGetMaxClockInfo", 2), 1},
+      {"power_limit", "W", "nvmlDeviceGetEnforcedPowerLimit", n.setting("nvmlDeviceGetEnforcedPowerLimit"), 1e-3},
+      {"default_power_limit", "W", "nvmlDeviceGetPowerManagementDefaultLimit",
+       n.setting("nvmlDeviceGetPowerManagementDefaultLimit"), 1e-3},
+      {"max_power_limit", "W", "nvmlDeviceGetPowerManagementLimitConstraints", n.max_power_limit_mw(), 1e-3}};
+  for (const Read& r : reads) {
+    if (r.got.first != 0) {
+      std::fprintf(stderr, "%s %s: %s: %s\n", id.c_str(), smd::params_json(point).c_str(), r.what,
+                   n.error(r.got.first));
+      continue;
+    }
+    smd::Record rec{id, point, r.metric, r.unit, {r.got.second * r.scale}};
+    rec.iterations = 1;
+    smd::emit(rec);
+  }
+  int dev = 0, khz = 0;
+  SMD_CHECK(cudaGetDevice(&dev));
+  SMD_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev));
+  smd::Record attribute{id, point, "sm_clock_attribute", "MHz", {khz / 1e3}};
+  attribute.iterations = 1;
+  smd::emit(attribute);
+}
+
+// ---- the soak: the BF16 mma.sync load on every SM for `seconds`, NVML and the SMs' own clock every 100 ms ----
+
+using SoakOp = MmaBf16;
+constexpr double kSoakBinS = 0.1;  // NVML sampling period and the kernel's clock bin
+
+void launch_soak(const Launch& l, BinStamp* bins, int max_bins, double seconds) {
+  std::fill(l.started, l.started + l.sms, 0u);
+  SMD_CHECK(cudaMemset(l.bodies, 0, sizeof(unsigned long long)));
+  SMD_CHECK(cudaMemset(bins, 0, size_t(l.sms) * max_bins * sizeof(BinStamp)));
+  PowerArgs a{(unsigned long long)(seconds * 1e9), l.started_dev, l.bodies, l.stamps, l.out};
+  soak_kernel<SoakOp><<<l.sms, kThreads, l.smem>>>(a, bins, max_bins, (unsigned long long)(kSoakBinS * 1e9));
+  SMD_CHECK(cudaGetLastError());
+}
+
+// Per bin every CTA completed: when it ended (s since each CTA's start) and the SMs' clock over it (MHz: clock64 over
+// %globaltimer between consecutive stamps of a CTA, the first from its start), each the median over CTAs.
+std::pair<std::vector<double>, std::vector<double>> bin_clocks(const std::vector<CtaStamp>& stamps,
+                                                               const std::vector<BinStamp>& bins, int max_bins) {
+  std::vector<double> ends, clocks;
+  for (int b = 0; b < max_bins; ++b) {
+    std::vector<double> end, mhz;
+    for (size_t c = 0; c < stamps.size(); ++c) {
+      const BinStamp& now = bins[c * max_bins + b];
+      if (!now.ns) break;
+      const BinStamp before = b ? bins[c * max_bins + b - 1] : BinStamp{stamps[c].ns0, stamps[c].c0};
+      end.push_back((now.ns - stamps[c].ns0) / 1e9);
+      mhz.push_back((now.cycles - before.cycles) * 1e3 / double(now.ns - before.ns));
+    }
+    if (mhz.size() < stamps.size()) break;
+    ends.push_back(smd::median(end)), clocks.push_back(smd::median(mhz));
+  }
+  return {ends, clocks};
+}
+
+// NVML every 100 ms while the kernel runs: seconds since every CTA started, energy since then, board power, SM
+// clock, temperature and the clock event reasons of each reading; and the SMs' clock per bin. --repeats is ignored.
+void run_soak(const std::string& id, const std::map<std::string, long>& point, int /*repeats*/) {
+  const long seconds = smd::param(point, "seconds");
+  if (seconds < 1 || seconds > 60) smd::fail("seconds must be in 1..60", 2);
+  const int sms = device_sms();
+  Launch l = prepare<SoakOp>(sms, soak_kernel<SoakOp>);
+  const int max_bins = int(seconds / kSoakBinS) + 2;
+  BinStamp* bins = nullptr;
+  SMD_CHECK(cudaMalloc(&bins, size_t(sms) * max_bins * sizeof(BinStamp)));
+  launch_soak(l, bins, max_bins, 0.02);  // untimed: module load, placement
+  SMD_CHECK(cudaDeviceSynchronize());
+  launch_soak(l, bins, max_bins, double(seconds));
+  wait_started(l);
+  const double t0 = now_s();
+  const unsigned long long e0 = nvml().energy_mj();
+  std::vector<double> time, energy, power, clock, temperature, reasons;
+  for (int i = 1;; ++i) {
+    const bool running = cudaStreamQuery(0) == cudaErrorNotReady;
+    (void)cudaGetLastError();  // 'not ready' is the expected answer
+    if (!running) break;
+    time.push_back(now_s() - t0), energy.push_back((nvml().energy_mj() - e0) / 1e3);
+    power.push_back(nvml().power_w()), clock.push_back(nvml().sm_clock_mhz());
+    temperature.push_back(nvml().temperature_c()), reasons.push_back(double(nvml().reasons()));
+    sleep_s(std::max(0.0, t0 + i * kSoakBinS - now_s()));
+  }
+  SMD_CHECK(cudaDeviceSynchronize());
+  std::vector<BinStamp> stamped(size_t(sms) * max_bins);
+  SMD_CHECK(cudaMemcpy(stamped.data(), bins, stamped.size() * sizeof(BinStamp), cudaMemcpyDeviceToHost));
+  SMD_CHECK(cudaFree(bins));
+  unsigned long long bodies = 0;
+  const std::vector<CtaStamp> stamps = collect<SoakOp>(id, point, l, bodies);
+  const auto [ends, ran] = bin_clocks(stamps, stamped, max_bins);
+  if (time.size() < 5 || ran.size() < 5)
+    smd::fail(id + " " + smd::params_json(point) + ": under 5 readings over the soak (host delayed?)");
+  const double mhz = smd::median(ran);
+  auto rec = [&](const char* metric, const char* unit, std::vector<double> samples) {
+    smd::Record r{id, point, metric, unit, std::move(samples)};
+    r.iterations = (long long)(bodies / (uint64_t(sms) * kThreads / 32)), r.clock_mhz = mhz;
+    smd::emit(r);
+  };
+  rec("soak_clock", "MHz", ran);
+  rec("bin_time", "s", ends);
+  rec("soak_time", "s", time);
+  rec("energy", "J", energy);
+  rec("power_nvml", "W", power);
+  rec("sm_clock_nvml", "MHz", clock);
+  rec("temperature", "C", temperature);
+  rec("throttle_reasons", "bitmask", reasons);
+}
+
 template <class Op>
 std::vector<smd::KernelInfo> listing(const char* symbol) {
   return {{{}, "", Op::kOps, Op::kCheck, symbol}};
@@ -528,5 +731,7 @@ int main(int argc, char** argv) {
                            {"power_fp16_hfma2", [] { return listing<Hfma2>("power_kernel<Hfma2>"); }, run_power<Hfma2>},
                            {"power_bf16_mma", [] { return listing<MmaBf16>("power_kernel<MmaBf16>"); },
                             run_power<MmaBf16>},
-                           {"power_fp64_dfma", [] { return listing<Dfma>("power_kernel<Dfma>"); }, run_power<Dfma>}});
+                           {"power_fp64_dfma", [] { return listing<Dfma>("power_kernel<Dfma>"); }, run_power<Dfma>},
+                           {"clock_limits", [] { return std::vector<smd::KernelInfo>{}; }, run_limits},
+                           {"power_soak", [] { return listing<SoakOp>("soak_kernel<MmaBf16>"); }, run_soak}});
 }

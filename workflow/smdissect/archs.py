@@ -181,6 +181,7 @@ class GpuModel:
     tensor_tflops: dict[str, float]
     source: str
     tensor_mhz_by_format: dict[str, float] = field(default_factory=dict)  # formats whose figure assumes another clock
+    tdp_w: float | None = None  # the datasheet's (maximum, where configurable) board power, W
 
     def tensor_per_cycle(self, fmt: str, acc: str | None = None) -> float | None:
         """Dense FLOP (OP) per cycle per SM of a format: datasheet TFLOPS / (SMs x the clock it assumes)."""
@@ -196,30 +197,31 @@ MODELS: tuple[GpuModel, ...] = (
     GpuModel("H200 NVL", "sm_90a", None, 1785, 4813, 141, None, None,
              {"f16": 835.5, "bf16": 835.5, "tf32": 417.5, "e4m3": 1670.5, "f64": 60.0},
              "H200 NVL product brief PB-12128-001_v01 (4813 GB/s, 1785 MHz boost); the SM count is not published and "
-             "the tensor figures only with sparsity (dense = half)"),
+             "the tensor figures only with sparsity (dense = half); TDP up to 600 W (configurable)", tdp_w=600),
     GpuModel("H200", "sm_90a", 132, 1980, 4800, 141, 60, 1830, dict(_H100_WP_TENSOR),
              "NVIDIA H200 SXM datasheet 3512650 (4.8 TB/s, 141 GB; tensor figures with sparsity, dense = half = "
              "[H100-WP]'s): 132 SMs at the 1830 MHz its tensor figures assume (FP64 tensor: 1980 MHz, the boost "
              "clock). L2: no H200 document states it; [H100-WP] gives the full GH100 die 60 MB with all six HBM "
              "stacks' memory controllers (H100 SXM5: five stacks, 50 MB), and the H200 drives all six (6,144-bit "
-             "bus), as its 62,914,560 B cudaDevAttrL2CacheSize says",
-             {"f64": 1980.0}),
+             "bus), as its 62,914,560 B cudaDevAttrL2CacheSize says; max TDP up to 700 W (configurable) [H200-DS]",
+             {"f64": 1980.0}, tdp_w=700),
     GpuModel("H100 NVL", "sm_90a", None, 1785, 3938, 94, None, None,
              {"f16": 835.5, "bf16": 835.5, "tf32": 417.5, "e4m3": 1670.5, "s8": 1670.5, "f64": 60.0},
              "H100 NVL product brief PB-11773-001_v01 (3938 GB/s, 94 GB, 1785 MHz boost); SM count not published, "
-             "tensor figures only with sparsity (dense = half)"),
+             "tensor figures only with sparsity (dense = half); TDP 350-400 W (configurable)", tdp_w=400),
     GpuModel("H100 PCIe", "sm_90a", 114, 1755, 2000, 80, 50, 1620,
              {"f16": 756.0, "bf16": 756.0, "tf32": 378.0, "e4m3": 1513.0, "s8": 1513.0, "f64": 51.2},
              "[H100-WP] Table 3 (114 SMs, 50 MB L2; tensor at 1620 MHz, FP64 tensor at the 1755 MHz boost) and "
-             "H100 PCIe product brief PB-11133-001_v02 (2000 GB/s)",
-             {"f64": 1755.0}),
+             "H100 PCIe product brief PB-11133-001_v02 (2000 GB/s); TDP 350 W [H100-PB]",
+             {"f64": 1755.0}, tdp_w=350),
     GpuModel("H100", "sm_90a", 132, 1980, 3350, 80, 50, 1830, dict(_H100_WP_TENSOR),
              "[H100-WP] Table 3, H100 SXM5 (132 SMs, 50 MB L2; tensor at 1830 MHz, FP64 tensor at the 1980 MHz boost) "
-             "and H100 datasheet (3.35 TB/s, 80 GB)",
-             {"f64": 1980.0}),
+             "and H100 datasheet (3.35 TB/s, 80 GB); max TDP up to 700 W (configurable) [H100-DS]",
+             {"f64": 1980.0}, tdp_w=700),
     GpuModel("A100-SXM4-80GB", "sm_80", 108, 1410, 2039, 80, 40, 1410,
              {"f16": 312.0, "bf16": 312.0, "tf32": 156.0, "s8": 624.0, "s4": 1248.0, "b1": 4992.0, "f64": 19.5},
-             "[A100-WP] Tables 2 and 4 (108 SMs, 1410 MHz boost, 40 MB L2) and [A100-DS] (2039 GB/s, 80 GB)"),
+             "[A100-WP] Tables 2 and 4 (108 SMs, 1410 MHz boost, 40 MB L2) and [A100-DS] (2039 GB/s, 80 GB, max "
+             "TDP 400 W)", tdp_w=400),
     GpuModel("A100", "sm_80", 108, 1410, None, None, 40, 1410,
              {"f16": 312.0, "bf16": 312.0, "tf32": 156.0, "s8": 624.0, "s4": 1248.0, "b1": 4992.0, "f64": 19.5},
              "[A100-WP] (108 SMs, 1410 MHz boost); DRAM bandwidth and size differ by variant and are only recorded "
@@ -227,10 +229,12 @@ MODELS: tuple[GpuModel, ...] = (
     GpuModel("L40S", "sm_89", 142, 2520, 864, 48, None, 2520,
              {"f16": 362.05, "bf16": 362.05, "tf32": 183.0, "e4m3": 733.0, "s8": 733.0},
              "[L40S] product page (dense column; peaks at the 2520 MHz boost) and product brief (864 GB/s, 48 GB); "
-             "142 SMs = 18176 CUDA cores / 128; L2 size not published; its INT4 row repeats INT8's and is left out"),
+             "142 SMs = 18176 CUDA cores / 128; L2 size not published; its INT4 row repeats INT8's and is left out; "
+             "max power 350 W", tdp_w=350),
     GpuModel("L4", "sm_89", 58, 2040, 300, 24, 48, 2040,
              {"f16": 121.0, "bf16": 121.0, "tf32": 60.0, "e4m3": 242.0, "s8": 242.0, "s4": 484.0},
-             "[ADA-WP] L4 table (58 SMs, 48 MB L2, 2040 MHz boost) and L4 product brief PB-11316-001_v01 (300 GB/s)"),
+             "[ADA-WP] L4 table (58 SMs, 48 MB L2, 2040 MHz boost) and L4 product brief PB-11316-001_v01 (300 GB/s, "
+             "max power 72 W)", tdp_w=72),
     GpuModel("RTX 4090", "sm_89", 128, 2520, 1008, 24, None, 2520,
              {"f16/f16": 330.3, "f16": 165.2, "bf16": 165.2, "tf32": 82.6, "e4m3/f16": 660.6, "e4m3": 330.3,
               "s8": 660.6, "s4": 1321.2},
@@ -248,7 +252,8 @@ MODELS: tuple[GpuModel, ...] = (
              {"f16": 2250.0, "bf16": 2250.0, "tf32": 1100.0, "e4m3": 4500.0, "s8": 4500.0, "e2m1": 9000.0,
               "f64": 40.0},
              "[BW-TB] HGX B200 column (dense; 8 TB/s, 192 GB HBM3e); 148 SMs is the CUDA device attribute (no "
-             "datasheet lists it) and no clock is published, so no per-cycle tensor figure"),
+             "datasheet lists it) and no clock is published, so no per-cycle tensor figure; 1000 W",
+             tdp_w=1000),
     GpuModel("GB10", "sm_121a", 48, None, 273, 128, None, None, {"e2m1": 500.0},
              "[SPARK] (6144 CUDA cores / 128 = 48 SMs, 128 GB LPDDR5X at 273 GB/s, 1 PFLOP FP4 with sparsity, dense "
              "= half); no clock published, so no per-cycle tensor figure"),

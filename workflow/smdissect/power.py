@@ -1,6 +1,7 @@
 """The power model of the power category: board power P = P_infrastructure + k x active SMs per precision, fitted
 by least squares over the raw table's samples, with and without the samples whose clocks were held down (power
-cap, thermal slowdown: they bend the line); and TFLOPS/W at the most SMs measured."""
+cap, thermal slowdown: they bend the line); TFLOPS/W at the most SMs measured; and the soak's time series (NVML
+readings and the SMs' own clock every 100 ms) with its clock event onsets per reason."""
 
 from __future__ import annotations
 
@@ -10,10 +11,22 @@ import numpy as np
 import pandas as pd
 
 from .device import throttle_names
+from .errors import SmdissectError
 from .run import slowdowns
 from .tables import parse_params
 
 IDLE = "power_idle"
+SOAK = "power_soak"  # sustained load on every SM, NVML and the SMs' own clock every 100 ms
+LIMITS = "clock_limits"  # the card's clock and power-limit settings (NVML) and the SM clock attribute
+# power_soak's NVML metrics, one sample per 100 ms reading in time order, and their soak_series columns
+SOAK_NVML = {
+    "soak_time": "time_s",
+    "energy": "energy_j",
+    "power_nvml": "power_w",
+    "sm_clock_nvml": "sm_clock_mhz",
+    "temperature": "temperature_c",
+    "throttle_reasons": "mask",
+}
 PRECISIONS = {
     "power_fp32_ffma": "fp32 FFMA",
     "power_fp16_hfma2": "fp16 HFMA2",
@@ -129,3 +142,38 @@ def efficiency(pts: pd.DataFrame) -> pd.DataFrame:
     fp32 = out.loc[out["precision"] == PRECISIONS["power_fp32_ffma"], "tflops_per_w"]
     out["vs_fp32"] = out["tflops_per_w"] / float(fp32.iloc[0]) if len(fp32) else math.nan
     return out.reset_index(drop=True)
+
+
+def _series(raw: pd.DataFrame, case: str, metric: str, params: str) -> np.ndarray:
+    rows = raw[(raw["case"] == case) & (raw["metric"] == metric) & (raw["params"] == params)]
+    return rows.sort_values("repeat")["value"].to_numpy(float)
+
+
+def soak_series(raw: pd.DataFrame | None, params: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """power_soak's NVML readings at one point (a row per reading: seconds since every CTA ran, energy since then,
+    board power, SM clock, temperature, clock event mask) and the SMs' own clock per bin (its end in s, MHz), in time
+    order; empty where it did not run. Readings of unequal count are a one-line error naming the rerun."""
+    nvml = pd.DataFrame(columns=list(SOAK_NVML.values()))
+    kernel = pd.DataFrame(columns=["time_s", "clock_mhz"])
+    if raw is None or raw.empty or not (raw["case"] == SOAK).any():
+        return nvml, kernel
+    series = {col: _series(raw, SOAK, m, params) for m, col in SOAK_NVML.items()}
+    bins = {"time_s": _series(raw, SOAK, "bin_time", params), "clock_mhz": _series(raw, SOAK, "soak_clock", params)}
+    for name, found in (("NVML readings", series), ("clock bins", bins)):
+        if len({len(v) for v in found.values()}) > 1:
+            raise SmdissectError(f"{SOAK} {params}: its {name} differ in count; rerun the power family")
+    return pd.DataFrame(series), pd.DataFrame(bins)
+
+
+def onsets(masks: np.ndarray) -> dict[str, int]:
+    """Per clock event reason seen in a series of NVML masks: how often it began (set in a reading, not in the one
+    before; the first reading counts where set)."""
+    out: dict[str, int] = {}
+    before = 0
+    for mask in masks.astype(np.int64):
+        for bit in (1 << b for b in range(64) if int(mask) >> b & 1):
+            if not before & bit:
+                name = throttle_names(bit)
+                out[name] = out.get(name, 0) + 1
+        before = int(mask)
+    return out

@@ -1,6 +1,7 @@
 """Figures the launch category derives over several points: the kernel-to-kernel gaps of each launch mode on its longest
-chain, rounded to the digits %globaltimer has, what graphs and PDL save against serial launches, and the host link's
-PCIe peak (from the link speed and width the GPU reports) with each copy direction's share of it."""
+chain, rounded to the digits %globaltimer has, what graphs and PDL save against serial launches, the host link's
+PCIe peak (from the link speed and width the GPU reports) with each copy direction's share of it, and the host-side
+costs: what a cold launch adds to a warm one, cudaMalloc/cudaFree per GiB, and unified memory's page-fault cost."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..figure_model import Figure
+from ..figure_model import Check, Figure
 from ..tables import parse_params
 from . import samples as s
 
@@ -193,4 +194,138 @@ def host_link(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
     return s.keep(out)
 
 
-figures = s.of_parts(gaps, host_link)  # every derived figure of the launch category
+PAGE_KIB = 4  # the host's page, the unit the touch kernel strides by
+MIB_PER_GIB = 1024
+LOADING = {  # launch_cold's lazy_loading record (cuModuleGetLoadingMode)
+    1.0: "lazy loading (the first launch loads the function)",
+    0.0: "eager loading (every function was loaded with the module)",
+}
+
+
+def cold_launch(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
+    """What a first launch costs over a warm one of the same kernel, saying which module loading mode the driver ran."""
+    out = []
+    for params in s.params_of(raw, "launch_cold", "cold_launch"):
+        lazy = s.samples(raw, "launch_cold", "lazy_loading", params)
+        mode = LOADING.get(float(lazy[0]) if len(lazy) else None, "the loading mode not recorded")
+        out.append(
+            s.make(
+                "launch_cold",
+                "load_cost",
+                "us",
+                f"cold launch minus warm launch{s.at(params)}",
+                lambda c, w: c - w,
+                [s.samples(raw, "launch_cold", m, params) for m in ("cold_launch", "warm_launch")],
+                "median first launch of a never-launched instantiation minus the median launch of it after its first; "
+                f"the driver ran with {mode}",
+                [params],
+                methods.get("launch_cold", ""),
+                params,
+            )
+        )
+    return s.keep(out)
+
+
+def alloc_slopes(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
+    """cudaMalloc's and cudaFree's cost per GiB: the slope between the two largest sizes measured."""
+    sizes = sorted((parse_params(p)["size_kb"], p) for p in s.params_of(raw, "malloc_free", "malloc") if "size_kb" in p)
+    if len(sizes) < 2:
+        return []
+    (small_kb, small), (big_kb, big) = sizes[-2], sizes[-1]
+    gib = (big_kb - small_kb) / (MIB_PER_GIB * 1024)
+    out = []
+    for metric in ("malloc", "free"):
+        out.append(
+            s.make(
+                "malloc_free",
+                f"{metric}_per_gib",
+                "us/GiB",
+                f"cuda{metric.capitalize()} cost per GiB",
+                lambda b, a: (b - a) / gib,
+                [s.samples(raw, "malloc_free", metric, big), s.samples(raw, "malloc_free", metric, small)],
+                f"(cost at {big_kb} KiB - cost at {small_kb} KiB) / {gib:g} GiB: the slope between the two largest "
+                "sizes measured",
+                [big, small],
+                methods.get("malloc_free", ""),
+            )
+        )
+    return s.keep(out)
+
+
+def _link_bound(fig: Figure, peak: float) -> Figure:
+    """A migration rate can only stay under the host link's raw peak per direction (pcie_link): a bound, which rules
+    out and never verifies."""
+    if peak > 0:
+        over = fig.value > peak
+        fig.checks.append(
+            Check(
+                "link bound",
+                "disagree" if over else "agree",
+                f"{fig.value:.4g} GB/s vs the PCIe raw peak {peak:.4g} GB/s per direction (pcie_link)",
+            )
+        )
+    else:
+        fig.checks.append(Check("link bound", "n/a", "pcie_link not measured here"))
+    return fig
+
+
+def managed(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
+    """Per size: the page-fault cost per 4 KiB page over resident pages, the fault-driven and prefetched migration
+    rates (under the link's raw peak), and how much faster the prefetch makes the first touch."""
+    speed, width = (s.samples(raw, "pcie_link", m, "{}") for m in ("link_speed", "link_width"))
+    peak = link_peak(float(np.median(speed)), float(np.median(width)))[0] if len(speed) and len(width) else math.nan
+    method = methods.get("managed_fault", "")
+    out: list[Figure | None] = []
+    for params in s.params_of(raw, "managed_fault", "faulted"):
+        faulted, prefetched, resident = (
+            s.samples(raw, "managed_fault", m, params) for m in ("faulted", "prefetched", "resident")
+        )
+        out.append(
+            s.make(
+                "managed_fault",
+                "fault_per_page",
+                "us",
+                f"GPU page fault cost per 4 KiB page{s.at(params)}",
+                lambda f, r: (f - r) * PAGE_KIB / 1024,
+                [faulted, resident],
+                "(faulted - resident) us per MiB x 4 KiB: the touch of host-resident pages over the same touch of "
+                "resident ones, per host page (the driver migrates in larger chunks: this is the cost per page moved)",
+                [params],
+                method,
+                params,
+            )
+        )
+        out.append(
+            s.make(
+                "managed_fault",
+                "prefetch_speedup",
+                "x",
+                f"first touch faulted / prefetched{s.at(params)}",
+                lambda f, p: f / p,
+                [faulted, prefetched],
+                "faulted over prefetched time per MiB (cudaMemPrefetchAsync to the GPU, then the same touch)",
+                [params],
+                method,
+                params,
+            )
+        )
+        for metric, values, what in (
+            ("fault_rate", faulted, "faulted"),
+            ("prefetch_rate", prefetched, "prefetched (cudaMemPrefetchAsync + touch)"),
+        ):
+            fig = s.from_values(
+                "managed_fault",
+                metric,
+                "GB/s",
+                f"migration rate, {what.split(' ')[0]}{s.at(params)}",
+                1.048576e6 / 1e3 / values,
+                f"1 MiB (1.048576 MB) over the {what} time per MiB",
+                [params],
+                method,
+                params,
+            )
+            out.append(_link_bound(fig, peak) if fig is not None else None)
+    return s.keep(out)
+
+
+figures = s.of_parts(gaps, host_link, cold_launch, alloc_slopes, managed)  # every derived figure of the category

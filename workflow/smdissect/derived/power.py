@@ -1,7 +1,9 @@
 """Derived figures of the power category, per precision: the power model P = P_infrastructure + k x active SMs
 (intercept, slope, R^2, rms and each point's residual), the intercept against the idle card and as a share of the
 board power at the most SMs, TFLOPS/W at the most SMs, alone and over fp32 FFMA's, and the SM clock NVML read
-under that load (lowest, highest, jitter)."""
+under that load (lowest, highest, jitter); the card's clock and power-limit settings checked against the device
+attribute and the datasheet; and the soak's clock, temperature and power at its start and end, with the clock
+event onsets per reason."""
 
 from __future__ import annotations
 
@@ -10,11 +12,12 @@ import math
 import numpy as np
 import pandas as pd
 
-from .. import power
-from ..checks import point_clocks
+from .. import archs, power
+from ..checks import BOUND_TOLERANCE, point_clocks
 from ..figure_model import REFERENCE, Check, Figure
+from ..run import SLOWDOWNS
 from ..tables import canonical_params
-from .samples import at, keep, make, params_of, samples
+from .samples import at, keep, make, params_of, run_of, samples
 
 FP32 = "power_fp32_ffma"  # the precision TFLOPS/W is compared with
 CLOCK = "sm_clock_nvml"  # the SM clock NVML reads every 25 ms of each point's window
@@ -23,6 +26,19 @@ NVML_CLOCK_TOLERANCE = 0.02  # NVML's reading and the launches' own clock agree 
 # clock the SMs ran. Under mma.sync load on the H200 the SMs ran 1,799-1,815 MHz at any SM count (1 to 132) while
 # NVML read 1980 MHz: near the 1830 MHz the H100 whitepaper's tensor peaks assume, a clock NVML does not show.
 NVML_CLOCK_WHY = "NVML reads the clock the driver set; the SMs ran another under this load, which sm_clock gives"
+# NVML's clock settings, the device attribute and the datasheet agree within this share: one 15 MHz clock step of
+# ~1980 MHz is 0.8%.
+SETTING_TOLERANCE = 0.01
+POWER_READING_TOLERANCE = 0.05  # the energy counter's average and the power readings over the same seconds
+WINDOW_S = 2.0  # the soak's start and end: its first and last 2 s
+SETTINGS = (
+    "max_sm_clock",
+    "default_sm_clock",
+    "sm_clock_attribute",
+    "power_limit",
+    "default_power_limit",
+    "max_power_limit",
+)  # clock_limits' metrics the derived figures read
 
 
 def _jackknife(sms: np.ndarray, watts: np.ndarray) -> dict[str, float]:
@@ -228,15 +244,319 @@ def _clock(raw: pd.DataFrame, case: str) -> list[Figure]:
     ]
 
 
+def compare(name: str, value: float, ref: float | None, what: str, tol: float, evidence: str = REFERENCE) -> Check:
+    """A check that `value` equals the reference `ref` (named `what`) within the share `tol`; n/a without one."""
+    if ref is None or not math.isfinite(ref) or not ref:
+        return Check(name, "n/a", f"no {what}", evidence=evidence)
+    off = value / ref - 1
+    verdict = "agree" if abs(off) <= tol else "disagree"
+    return Check(name, verdict, f"{value:.4g} vs {what} {ref:.4g} ({off:+.1%}, tolerance {tol:.0%})", evidence=evidence)
+
+
+def at_most(name: str, value: float, bound: float | None, what: str) -> Check:
+    """A bound (rules out, never verifies): `value` no more than `bound` (named `what`) plus BOUND_TOLERANCE."""
+    if bound is None or not math.isfinite(bound):
+        return Check(name, "n/a", f"no {what}")
+    over = value > bound * (1 + BOUND_TOLERANCE)
+    return Check(name, "disagree" if over else "agree", f"{value:.4g} vs {what} {bound:.4g}")
+
+
+def _setting(raw: pd.DataFrame, metric: str) -> float | None:
+    found = samples(raw, power.LIMITS, metric, "{}")
+    return float(found[0]) if len(found) else None
+
+
+def _settings(raw: pd.DataFrame) -> list[Figure]:
+    """The card's max and default SM clock and its enforced power limit (NVML), each with what can check it: the
+    device attribute and the datasheet's boost clock, the max clock over the default one, the limit's range."""
+    read = {m: _setting(raw, m) for m in SETTINGS}
+    gpu = run_of(raw)[1]
+    model = archs.gpu_model(gpu)
+    boost = model.boost_mhz if model else None
+    tdp = model.tdp_w if model else None
+    sheet_tdp = f"the {model.name} datasheet's max board power (smdissect.archs)" if tdp else f"TDP of {gpu} in archs"
+    base = {"case": power.LIMITS, "kind": "derived", "spread": 0.0, "samples": 1, "params": "{}", "points": ("{}",)}
+    out = []
+    if read["max_sm_clock"] is not None:
+        sheet = (
+            f"the {model.name} datasheet boost clock (smdissect.archs)"
+            if model and boost
+            else f"boost clock of {gpu} in smdissect.archs"
+        )
+        out.append(
+            Figure(
+                metric="max_sm_clock",
+                unit="MHz",
+                name="max (boost) SM clock",
+                value=read["max_sm_clock"],
+                derivation="nvmlDeviceGetMaxClockInfo(NVML_CLOCK_SM), read with no load",
+                checks=[
+                    compare(
+                        "device attribute",
+                        read["max_sm_clock"],
+                        read["sm_clock_attribute"],
+                        "cudaDevAttrClockRate",
+                        SETTING_TOLERANCE,
+                    ),
+                    compare(
+                        "datasheet",
+                        read["max_sm_clock"],
+                        boost,
+                        sheet,
+                        SETTING_TOLERANCE,
+                    ),
+                ],
+                **base,
+            )
+        )
+    if read["default_sm_clock"] is not None:
+        out.append(
+            Figure(
+                metric="default_sm_clock",
+                unit="MHz",
+                name="default applications SM clock",
+                value=read["default_sm_clock"],
+                derivation="nvmlDeviceGetDefaultApplicationsClock(NVML_CLOCK_SM): the clock the driver targets for "
+                "applications by default; no datasheet states it",
+                checks=[at_most("max clock", read["default_sm_clock"], read["max_sm_clock"], "the max SM clock")],
+                **base,
+            )
+        )
+    if read["power_limit"] is not None:
+        default = read["default_power_limit"]
+        same = (
+            ""
+            if default is None
+            else " (its default)"
+            if default == read["power_limit"]
+            else f" (default {default:g} W)"
+        )
+        out.append(
+            Figure(
+                metric="power_limit",
+                unit="W",
+                name="enforced power limit",
+                value=read["power_limit"],
+                derivation=f"nvmlDeviceGetEnforcedPowerLimit{same}, read with no load; never changed",
+                checks=[
+                    at_most("limit range", read["power_limit"], read["max_power_limit"], "the top of the limit range"),
+                    at_most("datasheet", read["power_limit"], tdp, sheet_tdp),
+                ],
+                **base,
+            )
+        )
+    if read["max_power_limit"] is not None:
+        out.append(
+            Figure(
+                metric="max_power_limit",
+                unit="W",
+                name="top of the configurable power-limit range",
+                value=read["max_power_limit"],
+                derivation="nvmlDeviceGetPowerManagementLimitConstraints' maximum, read with no load; never changed",
+                checks=[compare("datasheet", read["max_power_limit"], tdp, sheet_tdp, SETTING_TOLERANCE)],
+                **base,
+            )
+        )
+    return out
+
+
+def _window(n_total: int, times: np.ndarray) -> int:
+    """How many consecutive readings (or bins) WINDOW_S spans, at least one and at most half the series."""
+    step = float(np.median(np.diff(times))) if len(times) > 1 else WINDOW_S
+    return max(1, min(n_total // 2, round(WINDOW_S / step))) if step > 0 else 1
+
+
+def _soak_clocks(base: dict, nvml: pd.DataFrame, bins: pd.DataFrame, max_clock: float | None) -> list[Figure | None]:
+    """The clock the SMs ran at the soak's start and end (clock64 over %globaltimer), each checked against NVML's
+    reading over the same seconds and the max SM clock, and the change between them."""
+    k, n = _window(len(bins), bins["time_s"].to_numpy(float)), _window(len(nvml), nvml["time_s"].to_numpy(float))
+    parts = {"start": (bins.head(k), nvml.head(n), "first"), "end": (bins.tail(k), nvml.tail(n), "last")}
+    out: list[Figure | None] = []
+    values = {}
+    for when, (ran, read, which) in parts.items():
+        clocks = ran["clock_mhz"].to_numpy(float)
+        values[when] = clocks
+        value = float(np.median(clocks))
+        nvml_check = compare(
+            "NVML clock", value, float(read["sm_clock_mhz"].median()), "NVML's median reading", NVML_CLOCK_TOLERANCE
+        )
+        if nvml_check.verdict == "disagree":
+            nvml_check = Check(nvml_check.name, "disagree", nvml_check.detail, REFERENCE, NVML_CLOCK_WHY)
+        out.append(
+            Figure(
+                metric=f"soak_clock_{when}",
+                unit="MHz",
+                name=f"SM clock at the soak's {when}",
+                value=value,
+                spread=float(clocks.max() - clocks.min()),
+                samples=len(clocks),
+                derivation=f"median over the {which} {len(clocks)} bins (~{WINDOW_S:g} s) of each bin's clock64 "
+                "cycles over its %globaltimer ns, the median over SMs",
+                checks=[nvml_check, at_most("max clock", value, max_clock, "the max SM clock (NVML)")],
+                clock_mhz=value,
+                **base,
+            )
+        )
+    out.append(
+        make(
+            base["case"],
+            "soak_clock_change",
+            "%",
+            "SM clock change over the soak (end over start)",
+            lambda e, s: 100 * (e / s - 1),
+            [values["end"], values["start"]],
+            f"100 x (end / start - 1) of the SMs' clock over the first and last ~{WINDOW_S:g} s",
+            base["points"],
+            params=base["params"],
+        )
+    )
+    return out
+
+
+def _soak_state(base: dict, nvml: pd.DataFrame, limit: float | None) -> list[Figure | None]:
+    """Temperature at the start and end and its rise; board power over the last seconds (the energy counter) and as
+    a share of the enforced limit; the onsets of each clock event reason and the share of readings slowed down."""
+    n = _window(len(nvml), nvml["time_s"].to_numpy(float))
+    first, last = nvml.head(n), nvml.tail(n)
+    temps = {"start": first["temperature_c"].to_numpy(float), "end": last["temperature_c"].to_numpy(float)}
+    out: list[Figure | None] = [
+        make(
+            base["case"],
+            f"temperature_{w}",
+            "C",
+            f"GPU temperature at the soak's {w}",
+            lambda x: x,
+            [v],
+            f"median NVML temperature over the {len(v)} readings of its {'first' if w == 'start' else 'last'} "
+            f"~{WINDOW_S:g} s",
+            base["points"],
+            params=base["params"],
+        )
+        for w, v in temps.items()
+    ]
+    out.append(
+        make(
+            base["case"],
+            "temperature_rise",
+            "C",
+            "GPU temperature rise over the soak",
+            lambda e, s: e - s,
+            [temps["end"], temps["start"]],
+            "end minus start temperature (medians of NVML's readings)",
+            base["points"],
+            params=base["params"],
+        )
+    )
+    edge = nvml.iloc[-n - 1] if len(nvml) > n else nvml.iloc[0]
+    tail = nvml.iloc[-1]
+    seconds = float(tail["time_s"] - edge["time_s"])
+    if seconds > 0:
+        watts = float(tail["energy_j"] - edge["energy_j"]) / seconds
+        readings = float(last["power_w"].median())
+        check = compare(
+            "power readings",
+            watts,
+            readings,
+            "NVML's median power reading over the same seconds (the same board sensor: rules out, never verifies)",
+            POWER_READING_TOLERANCE,
+            evidence="",
+        )
+        power_fig = Figure(
+            metric="power_end",
+            unit="W",
+            name="board power at the soak's end",
+            value=watts,
+            spread=float(last["power_w"].max() - last["power_w"].min()),
+            samples=len(last),
+            derivation=f"the energy counter's increase over the last {seconds:.3g} s of readings over those seconds; "
+            "spread: the power readings' range there",
+            checks=[check],
+            **base,
+        )
+        out.append(power_fig)
+        if limit:
+            out.append(
+                Figure(
+                    metric="power_end_share",
+                    unit="%",
+                    name="board power at the soak's end / enforced power limit",
+                    value=100 * watts / limit,
+                    spread=100 * power_fig.spread / limit,
+                    samples=len(last),
+                    derivation=f"power at the end over the enforced limit ({limit:g} W, clock_limits)",
+                    checks=[at_most("power limit", watts, limit, "the enforced power limit")],
+                    **base,
+                )
+            )
+    masks = nvml["mask"].to_numpy(float)
+    onsets = power.onsets(masks)
+    slowed = [bool(power.slowdown(int(m))) for m in masks]
+    total = sum(c for r, c in onsets.items() if r in SLOWDOWNS)
+    out.append(
+        Figure(
+            metric="slowdown_events",
+            unit="events",
+            name="clock slowdown onsets over the soak",
+            value=float(total),
+            spread=0.0,
+            samples=len(masks),
+            derivation=f"readings where a clock-lowering reason ({', '.join(sorted(SLOWDOWNS))}) began, over all "
+            f"{len(masks)} NVML readings every ~100 ms",
+            **base,
+        )
+    )
+    out.append(
+        Figure(
+            metric="slowdown_share",
+            unit="%",
+            name="share of soak readings with the clocks held down",
+            value=100 * sum(slowed) / len(masks),
+            spread=0.0,
+            samples=len(masks),
+            derivation="readings whose clock event reasons include a clock-lowering one, over all readings",
+            **base,
+        )
+    )
+    out += [
+        Figure(
+            metric=f"events_{reason}",
+            unit="events",
+            name=f"{reason} onsets over the soak",
+            value=float(count),
+            spread=0.0,
+            samples=len(masks),
+            derivation=f"readings where NVML's clock event reason {reason} began (set, and not in the reading before)",
+            **base,
+        )
+        for reason, count in sorted(onsets.items())
+    ]
+    return out
+
+
+def _soak(raw: pd.DataFrame) -> list[Figure | None]:
+    """The soak's figures at each of its points."""
+    out: list[Figure | None] = []
+    for params in params_of(raw, power.SOAK, "soak_time"):
+        nvml, bins = power.soak_series(raw, params)
+        if len(nvml) < 2 or len(bins) < 2:
+            continue
+        base = {"case": power.SOAK, "kind": "derived", "params": params, "points": (params,)}
+        out += _soak_clocks(base, nvml, bins, _setting(raw, "max_sm_clock"))
+        out += _soak_state(base, nvml, _setting(raw, "power_limit"))
+    return out
+
+
 def figures(frames: dict[str, pd.DataFrame], generic: list[Figure]) -> list[Figure]:
     """Every derived figure of the power category's run."""
     raw = frames.get("raw")
+    if raw is None or raw.empty:
+        return []
+    out: list[Figure | None] = [*_settings(raw), *_soak(raw)]
     pts = power.points(raw)
     if pts.empty:
-        return []
+        return keep(out)
     idle = samples(raw, power.IDLE, "power", canonical_params({"sms": 0}))
     fp32_top = _top(FP32, pts)
-    out: list[Figure | None] = []
     for case in power.PRECISIONS:
         mine = pts[pts["case"] == case]
         if mine.empty:

@@ -1,7 +1,9 @@
 """Report view of the launch category: launch overhead, kernel-to-kernel gaps (serial, graph, PDL), cluster launch
-control and the host link's bandwidth against its PCIe peak. Every number is a row of the figures table
+control, the host link's bandwidth against its PCIe peak, and the host-side costs (cold launch, cudaMalloc/cudaFree,
+unified-memory faults, stream and event queries). Every number is a row of the figures table
 (smdissect.derived.launch derives the gaps of the longest chains, what graphs and PDL save, the link's peak and each
-direction's share of it); the charts are drawn from the samples."""
+direction's share of it, the cold launch's extra cost, the allocator's cost per GiB and the page-fault cost); the
+charts are drawn from the samples."""
 
 from __future__ import annotations
 
@@ -14,6 +16,13 @@ from smdissect.derived.launch import DIRECTIONS, GAPS, MODES, grid_label, resolu
 
 COLUMNS = ("figure", "value", "unit", "spread", "status", "reason")
 HOST = {**{c: label for c, (label, _) in DIRECTIONS.items()}, "h2d_pageable": "H2D pageable"}
+ALLOC = {"malloc": "cudaMalloc", "free": "cudaFree"}
+HOST_PARTS = {  # host.cu's cases, in the order the page shows them
+    "launch_cold": "Cold against warm launch",
+    "malloc_free": "cudaMalloc and cudaFree",
+    "managed_fault": "Unified memory: GPU page faults against prefetch",
+    "stream_event_query": "Stream and event queries",
+}
 
 
 def timer_table(figs: pd.DataFrame, step_ns: float | None) -> str:
@@ -131,6 +140,49 @@ def _host_link(frames: dict[str, pd.DataFrame]) -> str:
     return chart + note + evidence.figure_table(copies, (*COLUMNS, "derivation")) + link_html
 
 
+def _alloc_chart(raw: pd.DataFrame | None) -> str:
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
+
+    data = pd.concat([evidence.points(raw, ["malloc_free"], m, ["size_kb"]).assign(call=m) for m in ALLOC])
+    if data.empty:
+        return ""
+    data = data.assign(call=data["call"].map(ALLOC))
+    return charts.svg(
+        alt.Chart(data)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("size_kb:Q", scale=alt.Scale(type="log", base=4), title="allocation size (KiB)"),
+            y=alt.Y("value:Q", scale=alt.Scale(type="log"), title="host time per call (us, log)"),
+            color=alt.Color("call:N"),
+        )
+        .properties(width=560, height=260),
+        "Host time of one cudaMalloc and of the cudaFree that follows it (us, log) against the allocation size "
+        "(KiB, log 4), one line per call (median of 16 pairs per sample).",
+        "cudaMalloc and cudaFree over size",
+    )
+
+
+def _host_costs(frames: dict[str, pd.DataFrame]) -> str:
+    figs = evidence.figures_of(frames, cases=catalog.ids("launch", family="host"))
+    if figs.empty:
+        return markup.empty("no host-side cost measurements") + evidence.not_measured(
+            frames, list(catalog.ids("launch", family="host"))
+        )
+    note = markup.empty(
+        "host steady_clock: a cold launch is the first launch of a kernel never launched in the process (against "
+        "the same kernel's later launches); cudaMalloc and cudaFree of one size, pair by pair; unified memory written "
+        "by the host then touched by a kernel (one thread per 4 KiB page) with and without cudaMemPrefetchAsync, per "
+        "MiB; queries, records and synchronizes: the mean of 1000 calls"
+    )
+    parts = [
+        (title, evidence.figure_table(figs[figs["case"] == case], (*COLUMNS, "derivation")))
+        for case, title in HOST_PARTS.items()
+        if (figs["case"] == case).any()
+    ]
+    body = "".join(f"<h3>{title}</h3>{html}" for title, html in parts)
+    return note + _alloc_chart(frames.get("raw")) + body
+
+
 def sections(frames: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:
     """The launch category's tables and charts, each saying so when its measurements are missing."""
     return [
@@ -138,4 +190,5 @@ def sections(frames: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:
         ("Kernel-to-kernel gaps: serial, graph, PDL", _gaps(frames)),
         ("Cluster launch control", _clc(frames)),
         ("Host link (PCIe) bandwidth", _host_link(frames)),
+        ("Host-side costs: cold launch, allocation, unified memory, queries", _host_costs(frames)),
     ]

@@ -1,6 +1,7 @@
 """Report view of the power category: the per-SM power model per precision and where its intercept sits against the
 idle card (figures of the figures table, the text following their signs), board power against active SMs with the
-fitted lines, TFLOPS/W at the most SMs measured, and the clocks and throttle reasons of every sample (evidence)."""
+fitted lines, TFLOPS/W at the most SMs measured, the clocks and throttle reasons of every sample (evidence), the
+card's clock and power-limit settings, and the soak's clock, power and temperature over time."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from smdissect import charts, evidence, markup, power
 
 MODEL = ("p_infrastructure", "k_per_sm", "fit_r2", "fit_rms", "p_infrastructure_minus_idle", "infrastructure_share")
 EFFICIENCY = ("tflops", "tflops_per_w", "tflops_per_w_vs_fp32")
+COLUMNS = ("figure", "value", "unit", "spread", "status", "reason")
 
 
 def _ordered(figures: pd.DataFrame, metrics: tuple[str, ...]) -> pd.DataFrame:
@@ -157,6 +159,79 @@ def _samples(pts: pd.DataFrame) -> str:
     return note + markup.table(table[list(columns)].rename(columns=columns))
 
 
+def _settings(figures: pd.DataFrame) -> str:
+    table = figures[figures["case"] == power.LIMITS]
+    if table.empty:
+        return markup.empty("no clock or power-limit measurements")
+    note = markup.empty(
+        "NVML's settings of the card, read with no load and never changed; the max SM clock checked against "
+        "cudaDevAttrClockRate and the datasheet's boost clock, the memory clock against cudaDevAttrMemoryClockRate "
+        "(memory/device_attributes)"
+    )
+    return note + evidence.figure_table(table, (*COLUMNS, "derivation"))
+
+
+def _soak_chart(series: pd.DataFrame, y: str, title: str, color: str, description: str) -> str:
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
+
+    chart = (
+        alt.Chart(series)
+        .mark_line()
+        .encode(
+            x=alt.X("time_s:Q", title="seconds since every SM started"),
+            y=alt.Y("value:Q", title=y, scale=alt.Scale(zero=False)),
+            color=alt.Color(f"{color}:N", title=None),
+        )
+        .properties(width=560, height=180)
+    )
+    return charts.svg(chart, description, title)
+
+
+def _soak(frames: dict[str, pd.DataFrame], figures: pd.DataFrame) -> str:
+    table = figures[figures["case"] == power.SOAK]
+    raw = frames.get("raw")
+    points = list(dict.fromkeys(raw.loc[raw["case"] == power.SOAK, "params"])) if raw is not None and len(raw) else []
+    if table.empty and not points:
+        return markup.empty("no soak measurements")
+    drawn = ""
+    if points:
+        nvml, bins = power.soak_series(raw, points[-1])
+        clocks = pd.concat(
+            [
+                bins.rename(columns={"clock_mhz": "value"}).assign(source="SMs' clock64 over %globaltimer"),
+                nvml[["time_s", "sm_clock_mhz"]].rename(columns={"sm_clock_mhz": "value"}).assign(source="NVML"),
+            ]
+        )
+        state = pd.concat(
+            [
+                nvml[["time_s", col]].rename(columns={col: "value"}).assign(reading=name)
+                for col, name in (("power_w", "board power (W)"), ("temperature_c", "temperature (C)"))
+            ]
+        )
+        drawn = _soak_chart(
+            clocks,
+            "SM clock (MHz)",
+            "SM clock over the soak",
+            "source",
+            "SM clock (MHz) against seconds into the soak: the SMs' own clock per 100 ms bin (clock64 over "
+            "%globaltimer, the median over SMs) and NVML's reading every 100 ms.",
+        ) + "".join(
+            _soak_chart(
+                state[state["reading"] == name],
+                name,
+                f"{name.split(' (')[0].capitalize()} over the soak",
+                "reading",
+                f"NVML's {name} every 100 ms against seconds into the soak.",
+            )
+            for name in ("board power (W)", "temperature (C)")
+        )
+    note = markup.empty(
+        "every SM running power_bf16_mma's load for the whole soak; start and end are its first and last ~2 s. "
+        "Clock event onsets count the readings where a reason began"
+    )
+    return note + drawn + evidence.figure_table(table, (*COLUMNS, "derivation"))
+
+
 def sections(frames: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:
     """The power category's model, chart and tables, each saying so when its measurements are missing."""
     pts = power.points(frames.get("raw"))
@@ -166,4 +241,6 @@ def sections(frames: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:
         ("Board power versus active SMs", _chart(figures, pts)),
         ("Energy efficiency (TFLOPS/W) at the most SMs measured", _efficiency(figures)),
         ("Clocks, temperature and throttle reasons per sample", _samples(pts)),
+        ("Clock and power-limit settings", _settings(figures)),
+        ("Sustained soak: clock, power and temperature over time", _soak(frames, figures)),
     ]
