@@ -12,13 +12,16 @@ from . import (  # async_: a keyword
     async_,
     attention,
     cluster,
+    control,
     gemm,
+    geometry,
     interconnect,
     launch,
     memory,
     pipelines,
     power,
     scheduler,
+    sync,
     tensorcore,
 )
 
@@ -27,13 +30,16 @@ DERIVERS: dict[str, Deriver] = {
     "async": async_.figures,
     "attention": attention.figures,
     "cluster": cluster.figures,
+    "control": control.figures,
     "gemm": gemm.figures,
+    "geometry": geometry.figures,
     "interconnect": interconnect.figures,
     "launch": launch.figures,
     "memory": memory.figures,
     "pipelines": pipelines.figures,
     "power": power.figures,
     "scheduler": scheduler.figures,
+    "sync": sync.figures,
     "tensorcore": tensorcore.figures,
 }
 

@@ -15,13 +15,16 @@ from . import (  # async_: a keyword
     async_,
     attention,
     cluster,
+    control,
     gemm,
+    geometry,
     interconnect,
     launch,
     memory,
     pipelines,
     power,
     scheduler,
+    sync,
     tensorcore,
 )
 
@@ -63,7 +66,9 @@ VIEWS: dict[str, View] = {
     "async": checked(async_.sections),
     "attention": checked(attention.sections),
     "cluster": checked(cluster.sections),
+    "control": checked(control.sections),
     "gemm": checked(gemm.sections),
+    "geometry": checked(geometry.sections),
     "interconnect": checked(interconnect.sections),
     "latency": checked(common_only),
     "launch": checked(launch.sections),
@@ -71,6 +76,7 @@ VIEWS: dict[str, View] = {
     "pipelines": checked(pipelines.sections),
     "power": checked(power.sections),
     "scheduler": checked(scheduler.sections),
+    "sync": checked(sync.sections),
     "tensorcore": checked(tensorcore.sections),
 }
 

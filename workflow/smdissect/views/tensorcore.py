@@ -190,6 +190,7 @@ def library(figures: pd.DataFrame) -> pd.DataFrame:
         if not floor:
             continue
         mine = figures[figures["case"] == fig.case]
+        integer = str(fig.unit).startswith("OP")
 
         def first(metric: str, mine: pd.DataFrame = mine) -> float:
             values = mine.loc[mine["metric"] == metric, "value"]
@@ -199,7 +200,7 @@ def library(figures: pd.DataFrame) -> pd.DataFrame:
             {
                 "case": fig.case,
                 "peak per cycle per SM": f"{markup.number(fig.value)} {fig.unit}",
-                "rate at its clock": f"{markup.number(first('tflops'))} {'TOPS' if fig.unit.startswith('OP') else 'TFLOPS'}",
+                "rate at its clock": f"{markup.number(first('tflops'))} {'TOPS' if integer else 'TFLOPS'}",
                 "SM clock (MHz)": markup.number(fig.clock_mhz),
                 "% of the datasheet rate": markup.number(first("pct_of_peak")),
                 "status": markup.badge(fig.status),
