@@ -10,6 +10,7 @@ constexpr uint32_t kBf16 = 0x3C003C00u, kTf32 = 0x3C000000u, kE4m3 = 0x20202020u
 // m16n8k16 f16 x f16 -> f16: a 2-register accumulator of packed halves.
 struct F16F16 : Mma424<kF16, kF16, false> {
   static constexpr const char* name = "F16F16";
+  static constexpr bool kInteger = false;  // packed-half accumulators, not s32: FLOP (Mma424's rule is for s32)
   using Acc = tc::Frag<uint32_t, 2>;
   static constexpr double flop = 2.0 * 16 * 8 * 16;
   static constexpr tc::Counter counter = tc::Counter::hmma;
@@ -170,6 +171,10 @@ SMD_MMA424(S4S32, true, "mma.sync.aligned.m16n8k64.row.col.s32.s4.s4.s32",
            SMD_UNSCALED, 0, kI4, kI4, false, 16, 8, 64, imma, 2);
 SMD_MMA424(B1S32, true, "mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.and.popc",
            SMD_UNSCALED, 0, kB1, kB1, false, 16, 8, 256, tensor, major == 9 ? 1 : 8);
+// Integer formats count OP and TOPS, the rest FLOP and TFLOPS (the unit of their records).
+static_assert(tc::Integer<S8S32>::value && tc::Integer<U8S32>::value && tc::Integer<S4S32>::value &&
+              tc::Integer<B1S32>::value && !tc::Integer<F16F16>::value && !tc::Integer<F16F32>::value &&
+              !tc::Integer<F64F64>::value && !tc::Integer<E4m3F32>::value, "OP units for s32 formats only");
 
 int main(int argc, char** argv) {
   return smd::family_main(

@@ -7,7 +7,8 @@
 // The common register shape of mma.sync: 4 A, 2 B and 4 accumulator registers of 32 bits per thread.
 template <uint32_t A_BITS, uint32_t B_BITS, bool FLOAT_ACC>
 struct Mma424 {
-  static constexpr bool kInteger = !FLOAT_ACC;  // s32 accumulators: integer formats count OP, not FLOP
+  // not f32: s32 accumulators (integer formats count OP, not FLOP), except F16F16's packed halves (it says so)
+  static constexpr bool kInteger = !FLOAT_ACC;
   using Acc = tc::Frag<uint32_t, 4>;
   struct Ctx {
     uint32_t a[4], b[2];
