@@ -5,6 +5,7 @@
 // offsets: no address arithmetic on the chain) or on one word of shared memory. Throughput: memory/atomics.cu's grid
 // (4 CTAs of 256 threads per SM, 64 independent atomics per thread, all over the grid's %globaltimer span) with
 // a word per thread (contention 0, memory's encoding), one word for all (1) or a word per warp (2, 128 B apart).
+#include <cmath>
 #include <cstdint>
 
 #include "../cluster/cluster.cuh"
@@ -16,6 +17,11 @@ constexpr long kWordStride = 1024;  // u32 words between ring words: 4 KB
 constexpr int kPerThread = 64;    // independent atomics per thread in the throughput kernels
 constexpr int kThreads = 256;
 constexpr int kCtasPerSm = 4;
+// Throughput launches repeat their kPerThread atomics `passes` times, so that the grid's %globaltimer span is at least
+// kTimedNs: one pass with a word per thread is ~15 us on an H200, where the CTAs' start and finish spread (a few us)
+// scattered the samples by up to 17%.
+constexpr double kTimedNs = 1e6;
+constexpr int kMaxPasses = 256;
 // Warp-level SASS instructions of each kind a launch executes (ncu): the count every record claims.
 constexpr const char* kGlobalAtom = "smsp__sass_inst_executed_op_global_atom.sum";
 constexpr const char* kGlobalRed = "smsp__sass_inst_executed_op_global_red.sum";
@@ -310,13 +316,21 @@ void latency(const std::string& id, const std::map<std::string, long>& point, in
     SMD_CHECK(cudaGetLastError());
     SMD_CHECK(cudaDeviceSynchronize());
     d.check_cells();
-    return sy::read_slope(d.slope, id);
+    return sy::read_slope(d.slope);
   };
   launch();
   if (!refused.empty()) return smd::static_point(id, point, refused);
   std::vector<std::pair<std::string, double>> expect;  // the cluster path's ATOM counts as no global/shared atom
   if (SPACE < 2) expect.push_back({SPACE == 0 ? kGlobalAtom : kSharedAtom, 3.0 * kSteps});
-  smd::emit(sy::slope_record(id, point, kSteps, repeats, launch, expect));
+  sy::emit(sy::slope_record(id, point, kSteps, repeats, launch, expect));
+}
+
+// Passes of the throughput loop that make a launch of one pass's grid span (`stamps`) last at least kTimedNs.
+int passes_for(const std::vector<smd::Stamp>& stamps) {
+  unsigned long long n0 = stamps[0].ns0, n1 = stamps[0].ns1;
+  for (const auto& s : stamps) n0 = std::min(n0, s.ns0), n1 = std::max(n1, s.ns1);
+  const double span = n1 > n0 ? double(n1 - n0) : 1.0;
+  return int(std::clamp(std::ceil(kTimedNs / span), 1.0, double(kMaxPasses)));
 }
 
 // Atomics per cycle per SM under the point's contention: 0 a word per thread, 1 one word, 2 a word per warp.
@@ -332,19 +346,22 @@ void throughput(const std::string& id, const std::map<std::string, long>& point,
   Device d;
   std::vector<smd::Stamp> stamps(d.ctas);
   std::string refused;
+  int passes = 1;
   auto launch = [&] {
-    if (pairs) refused = launch_pairs(kernel, d.ctas, kThreads, d.cells, 0u, shift, scale, 1, d.stamps);
-    else kernel<<<d.ctas, kThreads>>>(d.cells, 0u, shift, scale, 1, d.stamps);
+    if (pairs) refused = launch_pairs(kernel, d.ctas, kThreads, d.cells, 0u, shift, scale, passes, d.stamps);
+    else kernel<<<d.ctas, kThreads>>>(d.cells, 0u, shift, scale, passes, d.stamps);
     if (!refused.empty()) return;
     SMD_CHECK(cudaGetLastError());
     SMD_CHECK(cudaDeviceSynchronize());
     SMD_CHECK(cudaMemcpy(stamps.data(), d.stamps, d.ctas * sizeof(smd::Stamp), cudaMemcpyDeviceToHost));
   };
-  launch();
+  launch();  // one pass, untimed: its span sets the passes of the timed launches
   if (!refused.empty()) return smd::static_point(id, point, refused);
+  passes = passes_for(stamps);
+  launch();  // untimed at the timed length
   smd::Record rec{id, point, "throughput", "atom/cycle/SM"};
   std::vector<double> clock;
-  const double ops = double(d.ctas) * kThreads * kPerThread;
+  const double ops = double(d.ctas) * kThreads * kPerThread * passes;
   for (int r = 0; r < repeats; ++r) {
     {
       smd::NvtxRange range(smd::range_name(id, point, "timed"));
@@ -354,8 +371,8 @@ void throughput(const std::string& id, const std::map<std::string, long>& point,
     rec.samples.push_back(sy::rate_per_sm(stamps, ops, d.sms, mhz));
     clock.push_back(mhz);
   }
-  rec.clock_mhz = smd::median(clock), rec.iterations = kPerThread, rec.variant = "timed";
-  if (counter) rec.expect = {{counter, double(d.ctas) * (kThreads / 32) * kPerThread}};
+  rec.clock_mhz = smd::median(clock), rec.iterations = long(kPerThread) * passes, rec.variant = "timed";
+  if (counter) rec.expect = {{counter, double(d.ctas) * (kThreads / 32) * kPerThread * passes}};
   smd::emit(rec);
 }
 

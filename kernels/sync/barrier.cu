@@ -11,6 +11,9 @@ namespace cg = cooperative_groups;
 
 constexpr int kSteps = 256;  // timed barriers: n, then 2n
 constexpr int kUnroll = 32;  // barriers per pass of the timed loop
+// syncwarp's IMAD steps, n: ~4 cycles each, so its shorter phase spans ~16k cycles, where one cold instruction fetch
+// (hundreds of cycles) cannot unbalance the two phases as it did at 256 steps (~1k cycles)
+constexpr int kWarpSteps = 4096;
 constexpr int kGridSteps = 64;
 constexpr int kSleepUnroll = 8;
 
@@ -155,9 +158,9 @@ void run_cta(const std::string& id, const std::map<std::string, long>& point, in
     Kernel<<<1, threads>>>(kSteps, d);
     SMD_CHECK(cudaGetLastError());
     SMD_CHECK(cudaDeviceSynchronize());
-    return sy::read_slope(d, id);
+    return sy::read_slope(d);
   };
-  smd::emit(sy::slope_record(id, point, kSteps, repeats, launch));
+  sy::emit(sy::slope_record(id, point, kSteps, repeats, launch));
   SMD_CHECK(cudaFree(d));
 }
 
@@ -169,12 +172,12 @@ void run_syncwarp(const std::string& id, const std::map<std::string, long>& poin
   SMD_CHECK(cudaMalloc(&d, sizeof(sy::Slope)));
   SMD_CHECK(cudaMalloc(&sink, sizeof(unsigned)));
   auto launch = [&] {
-    (sync ? syncwarp_kernel<1> : syncwarp_kernel<0>)<<<1, 32>>>(1u, kSteps, d, sink);
+    (sync ? syncwarp_kernel<1> : syncwarp_kernel<0>)<<<1, 32>>>(1u, kWarpSteps, d, sink);
     SMD_CHECK(cudaGetLastError());
     SMD_CHECK(cudaDeviceSynchronize());
-    return sy::read_slope(d, id);
+    return sy::read_slope(d);
   };
-  smd::emit(sy::slope_record(id, point, kSteps, repeats, launch));
+  sy::emit(sy::slope_record(id, point, kWarpSteps, repeats, launch));
   SMD_CHECK(cudaFree(d));
   SMD_CHECK(cudaFree(sink));
 }
@@ -204,21 +207,23 @@ void run_grid_sync(const std::string& id, const std::map<std::string, long>& poi
       return sy::Slope{};
     }
     SMD_CHECK(cudaDeviceSynchronize());
-    return sy::read_slope(d, id);
+    return sy::read_slope(d);
   };
   launch();
   if (refused) {
     SMD_CHECK(cudaFree(d));
     return smd::static_point(id, point, "cooperative launch of " + std::to_string(ctas) + " CTAs refused");
   }
-  smd::Record rec = sy::slope_record(id, point, kGridSteps, repeats, launch);
+  const std::optional<smd::Record> slope = sy::slope_record(id, point, kGridSteps, repeats, launch);
+  SMD_CHECK(cudaFree(d));
+  if (!slope) return;
+  const smd::Record& rec = *slope;
   smd::Record ns{id, point, "time", "ns"};
   for (double cycles : rec.samples) ns.samples.push_back(cycles / rec.clock_mhz * 1e3);
   ns.cycles = rec.cycles, ns.clock_mhz = rec.clock_mhz, ns.iterations = rec.iterations, ns.smid = rec.smid;
   ns.variant = "timed";
   smd::emit(rec);
   smd::emit(ns);
-  SMD_CHECK(cudaFree(d));
 }
 
 // Sleeps per phase: enough that the shortest sleeps span many %globaltimer steps, few for the long ones.
@@ -275,8 +280,8 @@ int main(int argc, char** argv) {
         run_cta<bar_arrive_kernel, 2, 2>},
        {"syncwarp",
         [] {
-          return std::vector{kernel("syncwarp_kernel<0>", kUnroll, kSteps, {{"sync", 0}}),
-                             kernel("syncwarp_kernel<1>", kUnroll, kSteps, {{"sync", 1}})};
+          return std::vector{kernel("syncwarp_kernel<0>", kUnroll, kWarpSteps, {{"sync", 0}}),
+                             kernel("syncwarp_kernel<1>", kUnroll, kWarpSteps, {{"sync", 1}})};
         },
         run_syncwarp},
        {"grid_sync", [] { return std::vector{kernel("grid_sync_kernel", 1, kGridSteps)}; }, run_grid_sync},

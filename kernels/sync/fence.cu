@@ -194,9 +194,9 @@ void run_slope(const std::string& id, const std::map<std::string, long>& point, 
     launch();
     SMD_CHECK(cudaGetLastError());
     SMD_CHECK(cudaDeviceSynchronize());
-    return sy::read_slope(d.slope, id);
+    return sy::read_slope(d.slope);
   };
-  smd::emit(sy::slope_record(id, point, kSteps, repeats, timed));
+  sy::emit(sy::slope_record(id, point, kSteps, repeats, timed));
 }
 
 // The kernel of a point: fence_kernel<Fence, 0> for a case without stores, else fence_kernel<Fence, N> for its N.

@@ -3,6 +3,8 @@
 // all operations over the grid's %globaltimer span, at the median SM clock the CTAs saw).
 #pragma once
 #include <algorithm>
+#include <cstdio>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,11 +31,10 @@ inline smd::KernelInfo kernel(const std::string& symbol, long ops, long iteratio
   return {std::move(params), "timed", ops, iterations, symbol};
 }
 
-// Read one Slope back, check that its two phases agree (2n steps take about twice n) and return it.
-inline Slope read_slope(const Slope* device, const std::string& what) {
+// Read one Slope back.
+inline Slope read_slope(const Slope* device) {
   Slope s;
   SMD_CHECK(cudaMemcpy(&s, device, sizeof(s), cudaMemcpyDeviceToHost));
-  if (const std::string why = smd::phase_mismatch(s, what); !why.empty()) smd::fail(why);
   return s;
 }
 
@@ -50,19 +51,35 @@ inline double rate_per_sm(const std::vector<smd::Stamp>& stamps, double ops, int
   return cycles > 0 ? ops / cycles / sms : 0.0;
 }
 
-// One slope record per launch of `launch` (which returns the Slope of its timed thread): cycles per step, with the
-// counter values `expect` the profiled launch must show.
+// Launches per timed sample before a point is given up: a launch whose two phases disagree (2n steps not about
+// twice n: an instruction-cache miss or a preemption inside the short phase) is launched again.
+constexpr int kTries = 3;
+
+// One slope record per timed launch of `launch` (which returns the Slope of its timed thread): cycles per step, with
+// the counter values `expect` the profiled launch must show. The first launch is untimed and unchecked (cold
+// instruction cache, first touch); a sample whose phases disagree kTries times in a row drops the point, with its
+// line on stderr (`<case> <params json>: why`), and the other points go on.
 template <class Launch>
-smd::Record slope_record(const std::string& id, const std::map<std::string, long>& point, long steps, int repeats,
-                         Launch&& launch, std::vector<std::pair<std::string, double>> expect = {}) {
+std::optional<smd::Record> slope_record(const std::string& id, const std::map<std::string, long>& point, long steps,
+                                        int repeats, Launch&& launch,
+                                        std::vector<std::pair<std::string, double>> expect = {}) {
   launch();  // untimed first launch
   smd::Record rec{id, point, "latency", "cycle"};
   std::vector<double> cycles, clock;
   for (int r = 0; r < repeats; ++r) {
     Slope s;
-    {
-      smd::NvtxRange range(smd::range_name(id, point, "timed"));
-      s = launch();
+    std::string why;
+    for (int t = 0; t < kTries; ++t) {
+      {
+        smd::NvtxRange range(smd::range_name(id, point, "timed"));
+        s = launch();
+      }
+      why = smd::phase_mismatch(s, "timed", ", " + std::to_string(kTries) + " launches in a row");
+      if (why.empty()) break;
+    }
+    if (!why.empty()) {
+      std::fprintf(stderr, "%s %s: %s\n", id.c_str(), smd::params_json(point).c_str(), why.c_str());
+      return std::nullopt;
     }
     rec.samples.push_back(per_step(s, steps));
     cycles.push_back(double(s.c2 - s.c0)), clock.push_back(mhz(s));
@@ -71,6 +88,11 @@ smd::Record slope_record(const std::string& id, const std::map<std::string, long
   rec.cycles = smd::median(cycles), rec.clock_mhz = smd::median(clock), rec.iterations = steps;
   rec.variant = "timed", rec.expect = std::move(expect);
   return rec;
+}
+
+// Emit the record of slope_record, where the point was not dropped.
+inline void emit(const std::optional<smd::Record>& rec) {
+  if (rec) smd::emit(*rec);
 }
 
 }  // namespace sy

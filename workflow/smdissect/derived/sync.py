@@ -1,7 +1,7 @@
 """Figures the sync category derives over several points: bar.sync's cost per added warp (a least-squares line over
-the warps sweep), what __syncwarp adds, grid.sync in us, nanosleep's shortest sleep and its overshoot, a fence's cost
-per store in flight and with N stores against the stores alone, acquire and release against relaxed, the remote hop
-of a cluster atomic, and red against atom throughput by contention."""
+the warps sweep), what __syncwarp adds, grid.sync in us, nanosleep's shortest sleep and its overshoot, what the first
+and each further store in flight add to a fence and the fence with N stores against the stores alone, acquire and
+release against relaxed, the remote hop of a cluster atomic, and red against atom throughput by contention."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from . import samples as s
 
 BOUND_FROM = 1000  # ns: the shortest request whose sleep PTX's bound is held to (see bound)
 CONTENTION = {0: "a word per thread", 1: "one word", 2: "a word per warp"}
-# Fences whose cost per in-flight store is fitted: the case with N stores and the store-free fence it extends (N = 0).
+# Fences with stores in flight: the case with N stores and the store-free fence it extends (N = 0).
 FENCE_FITS = {
     "fence_stores_gpu": ("fence_acq_rel_gpu", "fence.acq_rel.gpu"),
     "fence_stores_cta": ("fence_acq_rel_cta", "fence.acq_rel.cta"),
@@ -144,35 +144,52 @@ def sleeps(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
 
 
 def fences(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
-    """Per fence with stores: its cost per in-flight store (the line over N, N = 0 the store-free fence) and, at each N,
-    the step with the fence minus the same N stores unfenced."""
+    """Per fence with stores: what the first store in flight adds to the fence (N = 1 against the store-free fence),
+    what each further store adds (the line over N >= 1: the fenced step is a step in N, not a line through N = 0), and,
+    at each N, the step with the fence minus the same N stores unfenced."""
     out = []
     for case, (alone, ptx) in FENCE_FITS.items():
-        pts = [(0.0, "{}", s.samples(raw, alone, "latency", "{}"))]
-        pts += [
+        pts = [
             (float(parse_params(p)["stores"]), p, s.samples(raw, case, "latency", p))
             for p in s.params_of(raw, case, "latency")
         ]
         fitted = line(
             case,
-            pts,
+            [p for p in pts if p[0] >= 1],
             "store",
             "cycle",
             methods.get(case, ""),
-            (f"{ptx} cost per store in flight", f"{ptx} cost with no store (the line at 0)"),
+            (f"{ptx} cost per further store in flight", f"{ptx} step with stores (the line at 0)"),
         )
         out += [f for f in fitted if f.metric == "per_store"]
+        one = canonical_params({"stores": 1})
+        out.append(
+            s.make(
+                case,
+                "first_store",
+                "cycle",
+                f"what one store in flight adds to {ptx}",
+                lambda a, b: a - b,
+                [s.samples(raw, case, "latency", one), s.samples(raw, alone, "latency", "{}")],
+                f"cycles per step of 1 store + {ptx} minus {ptx} alone ({alone})",
+                [one],
+                methods.get(case, ""),
+                one,
+            )
+        )
         for params in s.params_of(raw, case, "latency"):
             n = parse_params(params)["stores"]
+            stores = f"{n} store{'s' if n != 1 else ''}"
             out.append(
                 s.make(
                     case,
                     "fence_cost",
                     "cycle",
-                    f"{ptx} after {n} store{'s' if n != 1 else ''}",
+                    f"{ptx} after {stores}",
                     lambda a, b: a - b,
                     [s.samples(raw, case, "latency", params), s.samples(raw, "stores_unfenced", "latency", params)],
-                    f"cycles per step of {n} stores + {ptx} minus {n} stores alone (stores_unfenced)",
+                    f"cycles per step of {stores} + {ptx} minus {stores} alone (stores_unfenced): not additive,"
+                    " the unfenced stores' drain overlaps the fence's wait",
                     [params],
                     methods.get(case, ""),
                     params,

@@ -112,7 +112,8 @@ def _fences(frames: dict[str, pd.DataFrame]) -> str:
     note = markup.empty(
         "cycles per fence of one thread's back-to-back fences, nothing in flight; cta scope is MEMBAR.*.CTA alone, gpu "
         "and sys add ERRBAR + CCTL.IVALL (+ CGAERRBAR from sm_90), and the cluster scope compiles to the gpu scope's "
-        "SASS; the second table is a fence after N stores to distinct lines"
+        "SASS; the second table is a fence after N stores to distinct lines, whose acks a gpu-scope fence waits for "
+        "(they return in parallel, so the first store costs a round trip and each further one little)"
     )
     table = markup.table(fence_rows(figs), raw=tuple(f"{sem} status" for sem in SEMANTICS)) if len(figs) else ""
     derived = stores[stores["kind"] == "derived"]
