@@ -161,6 +161,19 @@ def test_icache_levels_sizes_and_miss_costs() -> None:
     assert not any(n.startswith("icache_footprint cycles_per_instruction") for n in f.index)  # the levels stand
 
 
+def test_a_warp_count_missing_small_footprints_or_without_a_cliff_sizes_no_level() -> None:
+    raw = real_shaped()
+    sixteen = raw["params"].str.contains('"warps":16')
+    small = raw["params"].str.contains('"footprint_kb":(?:4|8|16|24|32|48|64|96|128),', regex=True)
+    f = by_name(judged(raw[~(sixteen & small)]))  # the 16-warp points below 192 KB left out by the binary
+    assert not any("16 warps" in n for n in f.index) and "i-cache level 2, 1 warp: cycles per instruction" in f.index
+    flat = raw.copy()
+    flat.loc[flat["params"].str.contains('"warps":16'), "value"] = 1.5  # misses hidden: one level, no cliff
+    f = by_name(judged(flat))
+    assert f.loc["i-cache level 0, 16 warps: cycles per instruction", "value"] == pytest.approx(1.5)
+    assert not any(n.startswith("i-cache level 0, 16 warps: largest") for n in f.index)
+
+
 def test_levels_need_two_points_and_a_rise_over_the_tolerance() -> None:
     flat = [(kb, canonical_params({"footprint_kb": kb}), 1.0 + 0.01 * i) for i, kb in enumerate((4, 8, 16, 32))]
     assert len(derived.levels(flat)) == 1
@@ -204,12 +217,29 @@ def test_view_without_measurements_says_so(frames: dict[str, pd.DataFrame]) -> N
         assert "no " in body and "measurements" in body, title
 
 
-def run_case(binary: Path, case: str, *params: str) -> dict[tuple[str, str], float]:
-    """(metric, params json) -> value of one case run with 3 repeats."""
+class Records(dict):
+    """(metric, params json) -> value; a record the binary left out fails with the binary's stderr (its reason)."""
+
+    def __init__(self, values: dict[tuple[str, str], float], stderr: str) -> None:
+        super().__init__(values)
+        self.stderr = stderr
+
+    def __missing__(self, key: tuple[str, str]) -> float:
+        raise AssertionError(f"no record {key}; the binary's stderr: {self.stderr.strip() or '(empty)'}")
+
+
+def run_case(binary: Path, case: str, *params: str) -> Records:
+    """(metric, params json) -> value of one case run with 3 repeats; a failed run fails with its stderr."""
     argv = [str(binary), "--case", case, "--repeats", "3"] + [a for p in params for a in ("--param", p)]
-    proc = subprocess.run(argv, capture_output=True, text=True, check=True)
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    assert proc.returncode == 0, f"{' '.join(argv)} exited {proc.returncode}: {proc.stderr.strip()}"
     records = [json.loads(line) for line in proc.stdout.splitlines()]
-    return {(r["metric"], canonical_params(r["params"])): r["value"] for r in records}
+    return Records({(r["metric"], canonical_params(r["params"])): r["value"] for r in records}, proc.stderr)
+
+
+def test_a_missing_record_names_the_binarys_stderr() -> None:
+    with pytest.raises(AssertionError, match="phases disagree"):
+        Records({}, "icache_footprint {}: cycles_per_instruction phases disagree")[("step", "{}")]
 
 
 @pytest.mark.gpu
@@ -235,6 +265,7 @@ def test_a_bigger_body_is_slower_and_a_spill_costs(compiled: Compiled) -> None:
     at = {(kb, w): cpi[("cycles_per_instruction", canonical_params({"footprint_kb": kb, "warps": w}))]
           for kb in (4, 512) for w in (1, 16)}  # fmt: skip
     assert 0.9 <= at[(4, 1)] <= 2.0  # an FFMA a cycle or two per sub-partition while the body is cached
+    assert 0.9 <= at[(4, 16)] <= 2.0  # 4 warps a sub-partition, the CTA's span between barriers: the same issue rate
     # 512 KB misses every instruction cache level each pass (the sm_120 study: +31% per instruction past its L1 i-cache)
     assert at[(512, 1)] > 1.1 * at[(4, 1)] and at[(512, 16)] >= at[(4, 16)]
     spill = compiled("sm_90a", "control", "spill")

@@ -43,18 +43,23 @@ struct Chain {
   }
 };
 
-// A uniform if/else of kArm IMADs an arm: bit (i mod 32) of `select` picks the arm of step i (0: the else arm,
+// A uniform if/else of kArm IMADs an arm: bit (i mod kUnroll) of `select` picks the arm of step i (0: the else arm,
 // which ptxas reaches by a taken branch; all ones: the then arm it falls through to, closed by a jump to the join).
+// The condition is one LOP3 of a register loaded before the loop (the first step's predicate ptxas hoists out of it),
+// not a computation on the loop counter whose dependent uniform ops the branch would wait for.
 struct Uniform {
   __device__ __forceinline__ static unsigned step(unsigned x, const ctl::Args& g, unsigned i) {
-    if ((g.select >> (i & 31)) & 1) return ctl::arm<kArm>(x, g.a);
+    unsigned select = g.select;
+    asm volatile("" : "+r"(select));  // opaque to the compiler front end: no unswitched copy of the loop
+    if ((select >> (i % kUnroll)) & 1) return ctl::arm<kArm>(x, g.a);
     return ctl::arm<kArm, true>(x, g.a);
   }
 };
 
 // If/else nested D deep: level k splits on bit k of (lane & select), so select = 31 splits the warp into 2^D lane
 // groups, each down a path of its own (serialized), and select = 0 sends the whole warp down one. Leaf `Id` is L IMADs
-// with an operand of its own, so no two leaves merge; `zero` keeps ptxas from unswitching the loop.
+// with an operand of its own, so no two leaves merge; the path passes an empty asm each step, so the loop is not
+// unswitched, and each level tests a register set before the loop (not a value computed on the loop counter).
 template <int D, int L, int Id = 0>
 __device__ __forceinline__ unsigned tree(unsigned x, unsigned a, unsigned path) {
   if constexpr (D == 0) {
@@ -68,7 +73,9 @@ __device__ __forceinline__ unsigned tree(unsigned x, unsigned a, unsigned path) 
 template <int D, int L>
 struct Nested {
   __device__ __forceinline__ static unsigned step(unsigned x, const ctl::Args& g, unsigned i) {
-    return tree<D, L>(x, g.a, (threadIdx.x & g.select) + (i & g.zero));
+    unsigned path = threadIdx.x & g.select;
+    asm volatile("" : "+r"(path));  // opaque to the compiler front end: no unswitched copy of the loop
+    return tree<D, L>(x, g.a, path);
   }
 };
 
@@ -95,8 +102,11 @@ __global__ void uniform_kernel(ctl::Args g) { timed<Uniform, U>(g); }
 template <int D, int L>
 __global__ void nested_kernel(ctl::Args g) { timed<Nested<D, L>, 1>(g); }
 // The indirect kernel picks its lane's target once, before the clocks: the loop calls through a register.
+// The callee's operand is made a runtime value (xor a runtime zero), so ptxas keeps it in a register across the
+// calls rather than reloading the constant (ULDC) on the path into every call.
 template <bool Indirect, int U>
 __global__ void call_kernel(ctl::Args g) {
+  g.a ^= threadIdx.x & g.zero;
   if constexpr (Indirect) g.fn = reinterpret_cast<const void*>(targets[(threadIdx.x >> g.select) & 1]);
   timed<Call<Indirect>, U>(g);
 }

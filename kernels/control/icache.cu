@@ -1,7 +1,9 @@
 // Instruction-cache levels from code-footprint cliffs: a loop whose body is N straight-line FFMAs (8 independent
 // chains round robin: one warp issues one a cycle while its code is cached), run by 1 warp or by 16 (4 per
 // sub-partition). The body's code is N x 16 B; a sample is cycles per FFMA issued per sub-partition, from the slope
-// between n and 2n passes of warp 0 (one untimed pass first), so the loop's own few instructions are 1/N of it.
+// between n and 2n passes (one untimed pass first), so the loop's own few instructions are 1/N of it. One warp times
+// itself; with several, a block barrier ends each phase, so warp 0's clocks span the whole CTA's n and 2n passes (one
+// warp's own phases are no measure of anything while the others' progress shifts between them).
 #include "control.cuh"
 
 constexpr int kChains = 8;               // independent FFMA chains: 8 x 4-cycle latency keeps one warp issuing
@@ -34,7 +36,7 @@ __device__ __forceinline__ void passes(float (&v)[kChains], float a, float b, in
 }
 
 template <int N>
-__global__ void icache_kernel(const float* in, int n, smd::Slope* out, float* sink, int zero) {
+__global__ void icache_kernel(const float* in, int n, smd::Slope* out, float* sink, int zero, int sync) {
   float v[kChains];
 #pragma unroll
   for (int i = 0; i < kChains; ++i) v[i] = in[i + zero * threadIdx.x];
@@ -45,8 +47,10 @@ __global__ void icache_kernel(const float* in, int n, smd::Slope* out, float* si
   s.ns0 = smd::clock_ns();
   s.c0 = smd::clock_cycles();
   passes<N>(v, a, b, n);
+  if (sync) __syncthreads();  // block-uniform: the phase ends when every warp's passes have
   s.c1 = smd::clock_cycles();
   passes<N>(v, a, b, 2 * n);
+  if (sync) __syncthreads();
   s.c2 = smd::clock_cycles();
   s.ns2 = smd::clock_ns();
   s.smid = smd::sm_id();
@@ -72,7 +76,7 @@ void run_footprint(const std::string& id, const std::map<std::string, long>& poi
   const long per_smsp = std::max(1L, (warps + 3) / 4);  // warps w, w + 4, ... share sub-partition w % 4's issue
   const double ffmas = double(warps) * (1 + 3 * n) * N;  // every warp: the untimed pass, then n and 2n
   ctl::emit_steps(id, point, "cycles_per_instruction", repeats, long(n) * N * per_smsp, [&](smd::Slope* out) {
-    icache_kernel<N><<<1, int(warps) * 32>>>(in, n, out, sink, 0);
+    icache_kernel<N><<<1, int(warps) * 32>>>(in, n, out, sink, 0, warps > 1);
   }, "timed", {{"sm__inst_executed_pipe_fma.sum", ffmas}});
   SMD_CHECK(cudaFree(in));
   SMD_CHECK(cudaFree(sink));

@@ -138,7 +138,9 @@ def levels(points: list[tuple[float, str, float]]) -> list[Level]:
 
 def icache(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
     """Per warp count: each level's cycles per instruction (its points' samples pooled), the largest footprint on it
-    (the level holds at least that much code), and what the step to the next level costs."""
+    (the level holds at least that much code), and what the step to the next level costs. A warp count without the
+    case's smallest footprint has no figures (its first level need not be level 0), nor a sweep with no cliff a
+    largest footprint (nothing in it sizes a level)."""
     case, metric, method = "icache_footprint", "cycles_per_instruction", methods.get("icache_footprint", "")
     by_warps: dict[int, list[tuple[float, str, float]]] = {}
     for pt in s.params_of(raw, case, metric):
@@ -147,9 +149,12 @@ def icache(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
         if len(values):
             by_warps.setdefault(int(p["warps"]), []).append((float(p["footprint_kb"]), pt, float(np.median(values))))
     out: list[Figure | None] = []
+    smallest = min((p[0] for pts in by_warps.values() for p in pts), default=0.0)
     for warps, pts in sorted(by_warps.items()):
         found, who = levels(pts), f"{warps} warp{'s' * (warps != 1)}"
         sweep = sorted(p[0] for p in pts)
+        if sweep[0] > smallest:
+            continue
         for i, lv in enumerate(found):
             pooled = np.concatenate([s.samples(raw, case, metric, p) for p in lv.params])
             span = f"{lv.footprints[0]:g}-{lv.footprints[-1]:g} KB of code"
@@ -158,6 +163,8 @@ def icache(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
                               pooled, f"every sample of the {len(lv.params)} footprints on the level ({span})",
                               lv.params, method, canonical_params({"warps": warps}))
             )  # fmt: skip
+            if len(found) == 1:
+                continue
             beyond = [f for f in sweep if f > lv.footprints[-1]]
             out.append(
                 s.make(case, f"level{i}_holds_kb", "KB", f"i-cache level {i}, {who}: largest footprint on it",
