@@ -259,6 +259,7 @@ def host_shaped() -> pd.DataFrame:
         rows += [
             ("malloc_free", {"size_kb": kb}, "malloc", "us", [m]),
             ("malloc_free", {"size_kb": kb}, "free", "us", [f]),
+            ("malloc_free", {"size_kb": kb}, "pair", "us", [m + f]),
         ]
     for kb in (2048, 65536):  # 200 us/MiB faulted (5.2 GB/s), 25 us/MiB prefetched (42 GB/s), 1 us/MiB resident
         at = {"size_kb": kb}
@@ -289,6 +290,7 @@ def test_allocation_slopes_and_page_fault_cost() -> None:
     gib = (1048576 - 65536) / 1024**2
     assert f.loc["cudaMalloc cost per GiB", "value"] == pytest.approx((330 - 30) / gib)
     assert f.loc["cudaFree cost per GiB", "value"] == pytest.approx((650 - 50) / gib)
+    assert f.loc["cudaMalloc + cudaFree cost per GiB", "value"] == pytest.approx((980 - 80) / gib)
     assert f.loc["GPU page fault cost per 4 KiB page at size_kb=65536", "value"] == pytest.approx(199 * 4 / 1024)
     assert f.loc["first touch faulted / prefetched at size_kb=2048", "value"] == pytest.approx(8.0)
     assert f.loc["migration rate, prefetched at size_kb=65536", "value"] == pytest.approx(1048.576 / 25)
@@ -298,6 +300,24 @@ def test_allocation_slopes_and_page_fault_cost() -> None:
     fast.loc[fast["metric"] == "prefetched", "value"] = 10.0  # 105 GB/s
     rate = by_name(judged(fast)).loc["migration rate, prefetched at size_kb=2048"]
     assert rate["status"] == "contradicted" and "PCIe raw peak" in rate["reason"]
+
+
+def with_samples(raw: pd.DataFrame, metric: str, params: dict[str, int], values: list[float]) -> pd.DataFrame:
+    """`raw` with one metric's samples at one point replaced by `values`."""
+    at = (raw["metric"] == metric) & (raw["params"] == tables.canonical_params(params))
+    row = raw[at].iloc[0]
+    new = pd.DataFrame([row.to_dict() | {"repeat": i, "value": v} for i, v in enumerate(values)])
+    return pd.concat([raw[~at], new])
+
+
+def test_the_allocators_split_is_an_explained_spread_and_a_query_spread_is_not() -> None:
+    # the H200's 64 MiB malloc samples: the driver moves work between a malloc and the free after it
+    split = with_samples(host_shaped(), "malloc", {"size_kb": 65536}, [53.0, 55.0, 61.0, 69.0, 73.0, 77.0])
+    malloc = by_name(judged(split)).loc["malloc_free malloc at size_kb=65536"]
+    assert malloc["status"] == "unverified" and "moves work between a cudaMalloc" in malloc["reason"]
+    noisy = with_samples(host_shaped(), "stream_query_idle", {}, [0.2, 0.22, 0.3, 0.4, 0.42])
+    query = by_name(judged(noisy)).loc["stream_event_query stream_query_idle"]
+    assert query["status"] == "contradicted" and "spread" in query["reason"]
 
 
 def test_view_shows_the_host_costs() -> None:
@@ -365,6 +385,8 @@ def test_host_costs_are_physical(compiled: Compiled) -> None:
     }
     assert alloc[("free", 1048576)] > 0 and alloc[("malloc", 1048576)] > 0
     assert alloc[("malloc", 1048576)] + alloc[("free", 1048576)] > alloc[("malloc", 4)] + alloc[("free", 4)]
+    for kb in (4, 1048576):  # each pair's sum is over each of its calls, so the medians keep that order
+        assert alloc[("pair", kb)] > max(alloc[("malloc", kb)], alloc[("free", kb)]), alloc
     managed, stderr = run_case(binary, "managed_fault", "size_kb=65536")
     by = {r["metric"]: r["value"] for r in managed}
     assert by["faulted"] > by["prefetched"] > 0 and by["faulted"] > by["resident"] > 0, stderr

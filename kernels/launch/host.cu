@@ -3,6 +3,8 @@
 // against size, unified memory (cudaMallocManaged) touched by a kernel while its pages are on the host, after
 // cudaMemPrefetchAsync, and once resident, and what cudaStreamQuery, cudaEventQuery, cudaEventRecord and
 // cudaStreamSynchronize cost on idle and busy streams. Records are in us (or us per MiB), cycles 0.
+// The host may be running other work (the pipeline builds and parses beside the GPU jobs): every call or launch is
+// timed alone and a sample is the median of many, so a preemption or an interrupt costs one timing, not the sample.
 #include <array>
 #include <chrono>
 #include <cstring>
@@ -13,16 +15,35 @@
 #include "../common/harness.cuh"
 
 constexpr int kThreads = 32;          // one warp per CTA for the launched kernels
-constexpr int kColdKernels = 64;      // distinct instantiations: each one's first launch is a cold sample
-constexpr int kColdPerSample = 8;     // first launches per cold sample (its median): 8 samples in all
+constexpr int kColdWarmup = 8;        // first launches before the timed ones, untimed (the driver's first loads)
+constexpr int kColdPerSample = 16;    // first launches per cold sample (its median)
+constexpr int kColdSamples = 8;       // cold samples, whatever --repeats says (each instantiation is cold once)
+constexpr int kColdKernels = kColdWarmup + kColdSamples * kColdPerSample;  // distinct instantiations
 constexpr int kWarmLaunches = 25;     // launches of an already launched kernel per warm median
-constexpr int kAllocPairs = 16;       // cudaMalloc + cudaFree pairs per sample (its median)
-constexpr int kCalls = 1000;          // query / record / synchronize calls per sample (their mean)
+constexpr int kAllocPairs = 32;       // cudaMalloc + cudaFree pairs per sample (their medians)
+constexpr int kFaultedTouches = 5;    // managed: faulting touches per sample (their median)
+constexpr int kPrefetchedTouches = 3; // managed: prefetch + touch per sample (their median)
+constexpr int kResidentTouches = 16;  // managed: touches of resident pages per sample (their median)
+constexpr int kCallBlocks = 10;       // queries: blocks per sample, each of kCallsPerBlock calls of every kind
+constexpr int kCallsPerBlock = 100;   // back-to-back calls of one kind, each timed alone
+constexpr int kCalls = kCallBlocks * kCallsPerBlock;  // timed calls of each kind per sample (their median)
 constexpr long kPageWords = 1024;     // ints per 4 KiB page: the touch kernel's stride
 constexpr unsigned long long kHoldTimeoutNs = 2000000000ull;  // a hold never released gives up after 2 s
 
-double now_us() {
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+long long now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+double now_us() { return now_ns() * 1e-3; }
+
+// What one timing costs by itself: the median difference of two back-to-back clock reads (ns).
+double clock_cost_ns() {
+  std::vector<double> d(1000);
+  for (double& x : d) {
+    const long long t0 = now_ns();
+    x = double(now_ns() - t0);
+  }
+  return smd::median(d);
 }
 
 smd::Record host_record(const std::string& id, const std::map<std::string, long>& point, const std::string& metric,
@@ -67,9 +88,10 @@ double lazy_loading() {
   return mode == CU_MODULE_LAZY_LOADING ? 1 : 0;
 }
 
-// Cold samples: the median of kColdPerSample first launches of distinct instantiations; warm samples: per
+// The first kColdWarmup instantiations are launched first, untimed (the driver's first function loads of the
+// process). Cold samples: the median of kColdPerSample first launches of distinct instantiations; warm samples: per
 // instantiation the median of kWarmLaunches launches after its first, their median over the same ones. The
-// instantiations last once per process, so --repeats does not apply (always kColdKernels / kColdPerSample samples).
+// instantiations last once per process, so --repeats does not apply (always kColdSamples samples).
 void run_cold(const std::string& id, const std::map<std::string, long>& point, int /*repeats*/) {
   static bool launched = false;
   if (launched)
@@ -83,12 +105,13 @@ void run_cold(const std::string& id, const std::map<std::string, long>& point, i
   SMD_CHECK(cudaMemset(out, 0, kColdKernels * sizeof(int)));
   SMD_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   SMD_CHECK(cudaStreamSynchronize(stream));
+  for (int k = 0; k < kColdWarmup; ++k) round_trip_us(kCold[k], int(ctas), out, stream);
   smd::Record cold = host_record(id, point, "cold_launch", "us", kColdPerSample);
   smd::Record warm = host_record(id, point, "warm_launch", "us", kWarmLaunches);
-  for (int s = 0; s < kColdKernels / kColdPerSample; ++s) {
+  for (int s = 0; s < kColdSamples; ++s) {
     std::vector<double> firsts, warms;
     for (int j = 0; j < kColdPerSample; ++j) {
-      const ColdKernel kernel = kCold[s * kColdPerSample + j];
+      const ColdKernel kernel = kCold[kColdWarmup + s * kColdPerSample + j];
       firsts.push_back(round_trip_us(kernel, int(ctas), out, stream));
       std::vector<double> again(kWarmLaunches);
       for (double& t : again) t = round_trip_us(kernel, int(ctas), out, stream);
@@ -113,6 +136,8 @@ void run_cold(const std::string& id, const std::map<std::string, long>& point, i
 
 // ---- cudaMalloc / cudaFree against size ----
 
+// Per pair: cudaMalloc's time, the cudaFree's that follows it, and their sum (the driver may do part of one's work
+// in the other: the sum is the pair's cost whichever call pays it). A sample is each one's median over the pairs.
 void run_alloc(const std::string& id, const std::map<std::string, long>& point, int repeats) {
   const long kb = smd::param(point, "size_kb");
   if (kb < 1 || kb > (16l << 20)) smd::fail("size_kb must be in 1..16777216 (16 GiB)", 2);
@@ -123,22 +148,26 @@ void run_alloc(const std::string& id, const std::map<std::string, long>& point, 
     return smd::static_point(id, point, "the device has " + std::to_string(free_bytes >> 20) + " MiB free");
   smd::Record malloc_rec = host_record(id, point, "malloc", "us", kAllocPairs);
   smd::Record free_rec = host_record(id, point, "free", "us", kAllocPairs);
+  smd::Record pair_rec = host_record(id, point, "pair", "us", kAllocPairs);
   for (int r = -1; r < repeats; ++r) {  // r = -1: untimed, the allocator's first use of this size
-    std::vector<double> m(kAllocPairs), f(kAllocPairs);
+    std::vector<double> m(kAllocPairs), f(kAllocPairs), both(kAllocPairs);
     for (int i = 0; i < kAllocPairs; ++i) {
       void* p = nullptr;
       const double t0 = now_us();
       SMD_CHECK(cudaMalloc(&p, bytes));
       const double t1 = now_us();
       SMD_CHECK(cudaFree(p));
-      m[i] = t1 - t0, f[i] = now_us() - t1;
+      const double t2 = now_us();
+      m[i] = t1 - t0, f[i] = t2 - t1, both[i] = t2 - t0;
     }
     if (r < 0) continue;
     malloc_rec.samples.push_back(smd::median(m));
     free_rec.samples.push_back(smd::median(f));
+    pair_rec.samples.push_back(smd::median(both));
   }
   smd::emit(malloc_rec);
   smd::emit(free_rec);
+  smd::emit(pair_rec);
 }
 
 // ---- unified memory: first touch from the GPU of pages the host wrote ----
@@ -162,9 +191,11 @@ void host_check(const int* p, long pages, int plus, const char* after) {
                 after + ", not " + std::to_string(i + plus));
 }
 
-// Per sample: host writes, the kernel faults the pages over (faulted); host writes again, cudaMemPrefetchAsync to
-// the GPU and the kernel (prefetched); the kernel once more on resident pages (resident). Each the host time from
-// the first call to cudaStreamSynchronize's return, per MiB of the buffer.
+// Per sample, each touch's host time from its first call to cudaStreamSynchronize's return, per MiB of the buffer:
+// kFaultedTouches times the pages are prefetched to the host and written there, then touched by the kernel (faulted);
+// kPrefetchedTouches times the same with cudaMemPrefetchAsync to the GPU before the kernel (prefetched); then
+// kResidentTouches kernels on the pages the last prefetch left on the GPU (resident). A sample is each one's median;
+// the pages are prefetched back to the host before the host checks them, so no check waits on CPU page faults.
 void run_managed(const std::string& id, const std::map<std::string, long>& point, int repeats) {
   const long kb = smd::param(point, "size_kb");
   if (kb < 4 || kb % 4 || kb > (4l << 20)) smd::fail("size_kb must be a multiple of 4 in 4..4194304 (4 GiB)", 2);
@@ -174,35 +205,55 @@ void run_managed(const std::string& id, const std::map<std::string, long>& point
   if (!concurrent)
     return smd::static_point(id, point, "no concurrent managed access on this device: no GPU page faults");
   const long pages = kb / 4;
+  const size_t bytes = size_t(kb) << 10;
   const double mib = kb / 1024.0;
   const int blocks = int((pages + 255) / 256);
   int* p = nullptr;
   cudaStream_t stream;
-  SMD_CHECK(cudaMallocManaged(&p, size_t(kb) << 10));
+  SMD_CHECK(cudaMallocManaged(&p, bytes));
   SMD_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cudaMemLocation gpu{};
+  cudaMemLocation gpu{}, host{};
   gpu.type = cudaMemLocationTypeDevice, gpu.id = dev;
+  host.type = cudaMemLocationTypeHost;
+  auto to_host = [&] {  // the pages back on the host by the copy engines (untimed): no CPU page faults after it
+    SMD_CHECK(cudaMemPrefetchAsync(p, bytes, host, 0, stream));
+    SMD_CHECK(cudaStreamSynchronize(stream));
+  };
+  auto check = [&](int plus, const char* after) {
+    to_host();
+    host_check(p, pages, plus, after);
+  };
   auto timed = [&](bool prefetch) {
     const double t0 = now_us();
-    if (prefetch) SMD_CHECK(cudaMemPrefetchAsync(p, size_t(kb) << 10, gpu, 0, stream));
+    if (prefetch) SMD_CHECK(cudaMemPrefetchAsync(p, bytes, gpu, 0, stream));
     touch_kernel<<<blocks, 256, 0, stream>>>(p, pages);
     SMD_CHECK(cudaGetLastError());
     SMD_CHECK(cudaStreamSynchronize(stream));
     return (now_us() - t0) / mib;
   };
-  smd::Record faulted = host_record(id, point, "faulted", "us/MiB", pages);
-  smd::Record prefetched = host_record(id, point, "prefetched", "us/MiB", pages);
-  smd::Record resident = host_record(id, point, "resident", "us/MiB", pages);
+  smd::Record faulted = host_record(id, point, "faulted", "us/MiB", kFaultedTouches);
+  smd::Record prefetched = host_record(id, point, "prefetched", "us/MiB", kPrefetchedTouches);
+  smd::Record resident = host_record(id, point, "resident", "us/MiB", kResidentTouches);
   for (int r = -1; r < repeats; ++r) {  // r = -1: untimed (the range's first mapping on either side)
-    host_write(p, pages);
-    const double f = timed(false);
-    host_check(p, pages, 1, "the faulting touch");
-    host_write(p, pages);
-    const double pf = timed(true);
-    const double rs = timed(false);
-    host_check(p, pages, 2, "the prefetched and resident touches");
+    std::vector<double> f(kFaultedTouches), pf(kPrefetchedTouches), rs(kResidentTouches);
+    for (double& t : f) {
+      to_host();
+      host_write(p, pages);
+      t = timed(false);
+      check(1, "the faulting touch");
+    }
+    for (size_t i = 0; i < pf.size(); ++i) {
+      to_host();
+      host_write(p, pages);
+      pf[i] = timed(true);
+      if (i + 1 < pf.size()) check(1, "the prefetched touch");
+    }
+    for (double& t : rs) t = timed(false);
+    check(1 + kResidentTouches, "the prefetched and resident touches");
     if (r < 0) continue;
-    faulted.samples.push_back(f), prefetched.samples.push_back(pf), resident.samples.push_back(rs);
+    faulted.samples.push_back(smd::median(f));
+    prefetched.samples.push_back(smd::median(pf));
+    resident.samples.push_back(smd::median(rs));
   }
   SMD_CHECK(cudaStreamDestroy(stream));
   SMD_CHECK(cudaFree(p));
@@ -223,25 +274,31 @@ __global__ void hold_kernel(const volatile unsigned* release, unsigned* timed_ou
     }
 }
 
-// Host time per call of `call` over kCalls calls; every call must return `want`.
+// Times kCallsPerBlock back-to-back calls of `call` one by one, appending each one's host time (ns) to `into`;
+// every call must return `want`.
 template <class F>
-double per_call_us(const char* what, cudaError_t want, F&& call) {
+void time_calls(const char* what, cudaError_t want, std::vector<double>& into, F&& call) {
   int wrong = 0;
-  const double t0 = now_us();
-  for (int i = 0; i < kCalls; ++i) wrong += call() != want;
-  const double us = (now_us() - t0) / kCalls;
+  for (int i = 0; i < kCallsPerBlock; ++i) {
+    const long long t0 = now_ns();
+    const cudaError_t got = call();
+    into.push_back(double(now_ns() - t0));
+    wrong += got != want;
+  }
   (void)cudaGetLastError();  // cudaErrorNotReady is the answer asked for, not an error to carry on
   if (wrong)
-    smd::fail(std::string(what) + ": " + std::to_string(wrong) + " of " + std::to_string(kCalls) +
+    smd::fail(std::string(what) + ": " + std::to_string(wrong) + " of " + std::to_string(kCallsPerBlock) +
               " calls did not return " + cudaGetErrorName(want));
-  return us;
 }
 
+// Per sample, while a kernel holds the busy stream: kCallBlocks rounds of kCallsPerBlock calls of each kind in
+// turn (so every kind sees the same stretch of the host's time), each call timed alone; a sample is each kind's
+// median call less the cost of the clock reads around it. Records go to a stream of their own, so the idle stream
+// stays idle.
 void run_queries(const std::string& id, const std::map<std::string, long>& point, int repeats) {
-  cudaStream_t idle, busy;
+  cudaStream_t idle, busy, marks;
   cudaEvent_t done, pending, recorded;
-  SMD_CHECK(cudaStreamCreateWithFlags(&idle, cudaStreamNonBlocking));
-  SMD_CHECK(cudaStreamCreateWithFlags(&busy, cudaStreamNonBlocking));
+  for (cudaStream_t* st : {&idle, &busy, &marks}) SMD_CHECK(cudaStreamCreateWithFlags(st, cudaStreamNonBlocking));
   for (cudaEvent_t* e : {&done, &pending, &recorded}) SMD_CHECK(cudaEventCreate(e));
   unsigned *release = nullptr, *release_dev = nullptr, *timed_out = nullptr;
   SMD_CHECK(cudaHostAlloc(&release, sizeof(unsigned), cudaHostAllocMapped));
@@ -252,34 +309,34 @@ void run_queries(const std::string& id, const std::map<std::string, long>& point
                          "event_record",      "stream_query_busy", "event_query_pending"};
   std::vector<smd::Record> recs;
   for (const char* n : names) recs.push_back(host_record(id, point, n, "us", kCalls));
+  SMD_CHECK(cudaEventRecord(done, idle));
+  SMD_CHECK(cudaStreamSynchronize(idle));
   for (int r = -1; r < repeats; ++r) {  // r = -1: untimed
-    SMD_CHECK(cudaEventRecord(done, idle));
-    SMD_CHECK(cudaStreamSynchronize(idle));
-    const double idle_costs[] = {
-        per_call_us("cudaStreamQuery(idle)", cudaSuccess, [&] { return cudaStreamQuery(idle); }),
-        per_call_us("cudaEventQuery(done)", cudaSuccess, [&] { return cudaEventQuery(done); }),
-        per_call_us("cudaStreamSynchronize(idle)", cudaSuccess, [&] { return cudaStreamSynchronize(idle); }),
-        per_call_us("cudaEventRecord", cudaSuccess, [&] { return cudaEventRecord(recorded, idle); })};
-    SMD_CHECK(cudaStreamSynchronize(idle));
     *reinterpret_cast<volatile unsigned*>(release) = 0;
     hold_kernel<<<1, kThreads, 0, busy>>>(release_dev, timed_out);
     SMD_CHECK(cudaGetLastError());
     SMD_CHECK(cudaEventRecord(pending, busy));
-    const double busy_costs[] = {
-        per_call_us("cudaStreamQuery(busy)", cudaErrorNotReady, [&] { return cudaStreamQuery(busy); }),
-        per_call_us("cudaEventQuery(pending)", cudaErrorNotReady, [&] { return cudaEventQuery(pending); })};
+    std::array<std::vector<double>, 6> ns;
+    for (int b = 0; b < kCallBlocks; ++b) {
+      time_calls("cudaStreamQuery(idle)", cudaSuccess, ns[0], [&] { return cudaStreamQuery(idle); });
+      time_calls("cudaEventQuery(done)", cudaSuccess, ns[1], [&] { return cudaEventQuery(done); });
+      time_calls("cudaStreamSynchronize(idle)", cudaSuccess, ns[2], [&] { return cudaStreamSynchronize(idle); });
+      time_calls("cudaEventRecord", cudaSuccess, ns[3], [&] { return cudaEventRecord(recorded, marks); });
+      time_calls("cudaStreamQuery(busy)", cudaErrorNotReady, ns[4], [&] { return cudaStreamQuery(busy); });
+      time_calls("cudaEventQuery(pending)", cudaErrorNotReady, ns[5], [&] { return cudaEventQuery(pending); });
+    }
+    const double clock = clock_cost_ns();
     *reinterpret_cast<volatile unsigned*>(release) = 1;
     SMD_CHECK(cudaStreamSynchronize(busy));
+    SMD_CHECK(cudaStreamSynchronize(marks));
     unsigned gave_up = 0;
     SMD_CHECK(cudaMemcpy(&gave_up, timed_out, sizeof gave_up, cudaMemcpyDeviceToHost));
     if (gave_up) smd::fail("hold_kernel was never released (2 s): the busy-stream queries took that long");
     if (r < 0) continue;
-    for (int m = 0; m < 4; ++m) recs[m].samples.push_back(idle_costs[m]);
-    for (int m = 0; m < 2; ++m) recs[4 + m].samples.push_back(busy_costs[m]);
+    for (size_t m = 0; m < recs.size(); ++m) recs[m].samples.push_back((smd::median(ns[m]) - clock) * 1e-3);
   }
   for (cudaEvent_t e : {done, pending, recorded}) SMD_CHECK(cudaEventDestroy(e));
-  SMD_CHECK(cudaStreamDestroy(idle));
-  SMD_CHECK(cudaStreamDestroy(busy));
+  for (cudaStream_t st : {idle, busy, marks}) SMD_CHECK(cudaStreamDestroy(st));
   SMD_CHECK(cudaFreeHost(release));
   SMD_CHECK(cudaFree(timed_out));
   for (const auto& rec : recs) smd::emit(rec);

@@ -226,21 +226,24 @@ def cold_launch(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
     return s.keep(out)
 
 
+ALLOC_CALLS = {"malloc": "cudaMalloc", "free": "cudaFree", "pair": "cudaMalloc + cudaFree"}  # malloc_free's metrics
+
+
 def alloc_slopes(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
-    """cudaMalloc's and cudaFree's cost per GiB: the slope between the two largest sizes measured."""
+    """cudaMalloc's, cudaFree's and the pair's cost per GiB: the slope between the two largest sizes measured."""
     sizes = sorted((parse_params(p)["size_kb"], p) for p in s.params_of(raw, "malloc_free", "malloc") if "size_kb" in p)
     if len(sizes) < 2:
         return []
     (small_kb, small), (big_kb, big) = sizes[-2], sizes[-1]
     gib = (big_kb - small_kb) / (MIB_PER_GIB * 1024)
     out = []
-    for metric in ("malloc", "free"):
+    for metric, call in ALLOC_CALLS.items():
         out.append(
             s.make(
                 "malloc_free",
                 f"{metric}_per_gib",
                 "us/GiB",
-                f"cuda{metric.capitalize()} cost per GiB",
+                f"{call} cost per GiB",
                 lambda b, a: (b - a) / gib,
                 [s.samples(raw, "malloc_free", metric, big), s.samples(raw, "malloc_free", metric, small)],
                 f"(cost at {big_kb} KiB - cost at {small_kb} KiB) / {gib:g} GiB: the slope between the two largest "

@@ -16,7 +16,7 @@ from smdissect.derived.launch import DIRECTIONS, GAPS, MODES, grid_label, resolu
 
 COLUMNS = ("figure", "value", "unit", "spread", "status", "reason")
 HOST = {**{c: label for c, (label, _) in DIRECTIONS.items()}, "h2d_pageable": "H2D pageable"}
-ALLOC = {"malloc": "cudaMalloc", "free": "cudaFree"}
+ALLOC = {"malloc": "cudaMalloc", "free": "cudaFree", "pair": "cudaMalloc + cudaFree"}
 HOST_PARTS = {  # host.cu's cases, in the order the page shows them
     "launch_cold": "Cold against warm launch",
     "malloc_free": "cudaMalloc and cudaFree",
@@ -156,8 +156,8 @@ def _alloc_chart(raw: pd.DataFrame | None) -> str:
             color=alt.Color("call:N"),
         )
         .properties(width=560, height=260),
-        "Host time of one cudaMalloc and of the cudaFree that follows it (us, log) against the allocation size "
-        "(KiB, log 4), one line per call (median of 16 pairs per sample).",
+        "Host time of one cudaMalloc, of the cudaFree that follows it and of the pair (us, log) against the allocation "
+        "size (KiB, log 4), one line each (median of 32 pairs per sample).",
         "cudaMalloc and cudaFree over size",
     )
 
@@ -172,7 +172,7 @@ def _host_costs(frames: dict[str, pd.DataFrame]) -> str:
         "host steady_clock: a cold launch is the first launch of a kernel never launched in the process (against "
         "the same kernel's later launches); cudaMalloc and cudaFree of one size, pair by pair; unified memory written "
         "by the host then touched by a kernel (one thread per 4 KiB page) with and without cudaMemPrefetchAsync, per "
-        "MiB; queries, records and synchronizes: the mean of 1000 calls"
+        "MiB; queries, records and synchronizes: each call timed alone, the median of 1000"
     )
     parts = [
         (title, evidence.figure_table(figs[figs["case"] == case], (*COLUMNS, "derivation")))
