@@ -7,9 +7,9 @@ namespace geo {
 
 constexpr size_t kPage = size_t(2) << 20;  // cudaMalloc's page on these GPUs: the arena is aligned to it
 
-// One device allocation per process, reused by every point: it grows (at least doubling, and to `first` bytes at
-// once where the caller knows its sweep will need that much) to the largest span a point asks for, so a sweep of
-// growing spans allocates a few times, not once per point.
+// One device allocation per process, reused by every point: it grows (at least doubling, to `first` bytes at once
+// where the caller knows its sweep will need that much, and on its first growth to `most` bytes, the caller's largest
+// span) to the largest span a point asks for, so a sweep of growing spans allocates once or twice, not once per point.
 struct Arena {
   char* raw = nullptr;   // what cudaMalloc returned
   char* base = nullptr;  // its first 2 MiB boundary
@@ -18,7 +18,7 @@ struct Arena {
 
 // The process's arena holding at least `bytes` from a 2 MiB boundary, or nullptr (and `why`) where the card's free
 // memory cannot hold it.
-inline char* arena(size_t bytes, std::string& why, size_t first = 0) {
+inline char* arena(size_t bytes, std::string& why, size_t first = 0, size_t most = 0) {
   static Arena a;
   if (a.bytes >= bytes) return a.base;
   const size_t before = a.bytes;
@@ -32,7 +32,7 @@ inline char* arena(size_t bytes, std::string& why, size_t first = 0) {
           " MiB free";
     return nullptr;
   }
-  const size_t want = std::min(room, std::max({bytes, 2 * before, first}));
+  const size_t want = std::min(room, std::max({bytes, 2 * before, first, before ? most : 0}));
   SMD_CHECK(cudaMalloc(&a.raw, want + kPage));
   a.base = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(a.raw) + kPage - 1) / kPage * kPage);
   a.bytes = want;

@@ -18,7 +18,10 @@ from ..tables import canonical_params, kb_text, parse_params
 from . import memory
 from .samples import keep, make, run_of, samples
 
-PAGE_MB = 2  # cudaMalloc's page: one TLB entry per page the chase touches
+TLB_CASES = ("tlb_chase", "tlb_chase_wide", "tlb_chase_huge")  # strides 2 MB, 32 MB, 1 GB
+# a TLB latency level: points within 1% of its median (~3 cycles at an L2 hit's ~280): the L2 slices a page count's
+# lines fall in move a point by about 1 cycle, a TLB level's miss by more
+TLB_NEAR = 0.01
 MISS = 2.0  # a cold-lap load is an L1 miss where it takes over twice the chased L1-hit latency
 SECTOR, LINE = 32, 128  # bytes: Nsight Compute Kernel Profiling Guide, "Memory Tables": 4 sectors of 32 B per line
 ON_SECTOR = 0.95  # share of the fine strides' cold misses that must fall at multiples of the granularity
@@ -35,9 +38,6 @@ CARVEOUTS_KB: dict[int, tuple[int, ...]] = {
     120: (0, 8, 16, 32, 64, 100),
     121: (0, 8, 16, 32, 64, 100),
 }
-# A100 and H100 whitepapers: the L2 is two partitions, each caching the data its own GPCs' SMs read, so data that
-# every SM reads is held in both: the footprint all SMs keep L2-resident is about half the L2
-L2_PARTITIONS = {80: 2, 90: 2}
 GROWTH = 0.25  # past the line, the capacity footprint grows with the stride to within the footprints' steps
 
 
@@ -108,40 +108,99 @@ def attributes(raw: pd.DataFrame) -> dict[str, float]:
 # --- TLB -------------------------------------------------------------------------------------------------------------
 
 
+def flat_runs(values: list[float], near: float) -> list[tuple[int, int]]:
+    """memory.runs with its own tolerance: maximal runs of at least memory.MIN_POINTS consecutive points, each within
+    `near` of the run's median, found left to right, as (first, last) index pairs."""
+    out, i = [], 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and all(
+            abs(v - np.median(values[i : j + 2])) <= near * np.median(values[i : j + 2]) for v in values[i : j + 2]
+        ):
+            j += 1
+        if j - i + 1 >= memory.MIN_POINTS:
+            out.append((i, j))
+            i = j + 1
+        else:
+            i += 1
+    return out
+
+
+def size_text(mb: float) -> str:
+    """MB as '512 MB' or, from 1024 MB on, '8 GB'."""
+    return f"{mb / 1024:g} GB" if mb >= 1024 else f"{mb:g} MB"
+
+
+@dataclass(frozen=True)
+class Staircase:
+    """One TLB stride's curve: its points (pages, value), its latency levels and the stride in MB."""
+
+    case: str
+    pts: pd.DataFrame
+    found: list[tuple[int, int]]
+    stride: float
+
+    @property
+    def where(self) -> str:
+        return f"{size_text(self.stride)} stride"
+
+    def pages(self, i: int) -> float:
+        return float(self.pts["pages"].iloc[i])
+
+    def span(self, i: int) -> str:
+        """Point i's pages and the bytes they span."""
+        n = self.pages(i)
+        return f"{n:g} page{'s' * (n != 1)} ({size_text(n * self.stride)})"
+
+    def level(self, k: int) -> float:
+        i, j = self.found[k]
+        return float(np.median(self.pts["value"].iloc[i : j + 1]))
+
+    def steps(self) -> list[str]:
+        """Each step between levels in plain terms: from which page count to which, by how many cycles."""
+        return [
+            f"+{self.level(k + 1) - self.level(k):.3g} cycles between {self.span(a[1])} and {self.span(b[0])}"
+            for k, (a, b) in enumerate(zip(self.found, self.found[1:], strict=False))
+        ]
+
+
+def staircases(raw: pd.DataFrame) -> list[Staircase]:
+    """The TLB cases' curves that show at least one latency level, in stride order."""
+    out = []
+    for case in TLB_CASES:
+        pts = curve(raw, case, "latency", "pages")
+        found = flat_runs(pts["value"].tolist(), TLB_NEAR)
+        if found:
+            out.append(Staircase(case, pts, found, float(parse_params(pts["params"].iloc[0])["stride_mb"])))
+    return sorted(out, key=lambda c: c.stride)
+
+
 def tlb(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
-    """Per stride: each latency level over the page count, the reach of the TLB level that ends with it (entries = its
-    last page count, bounded by the next point) and the penalty of missing it (the next level's latency less its)."""
+    """Per stride: each latency level, each miss step with the reach bracket it gives (pages held, bytes spanned) and
+    what a load pays past it, the reach's lower bound where the sweep ends on a level, and the steps in plain terms."""
     out: list[Figure | None] = []
     doc = [Check("documented", "n/a", NO_TLB_DOC, evidence=REFERENCE)]
-    for case in ("tlb_chase", "tlb_chase_wide"):
-        pts = curve(raw, case, "latency", "pages")
-        found = levels(pts)
-        if not found:
-            continue
-        stride = int(parse_params(pts["params"].iloc[0]).get("stride_mb", PAGE_MB))
-        where = f"{stride} MB stride"
-        figs = []
-        for k, span in enumerate(found):
-            first, last = pts["pages"].iloc[span[0]], pts["pages"].iloc[span[1]]
-            what = "every page translated by the first TLB level" if k == 0 else f"past TLB level {k}"
-            figs.append(
-                level_figure(
-                    raw,
-                    case,
-                    "latency",
-                    pts,
-                    span,
-                    f"TLB level {k} latency ({where})",
-                    f"latency level {k} of the chase ({what}): the median of its points' medians, {first:g} to "
-                    f"{last:g} pages; every load an L2 hit (.cg, 4096 lines per lap)",
-                    "cycle",
-                )
+    found = staircases(raw)
+    for c in found:
+        figs: list[Figure | None] = []
+        for k, span in enumerate(c.found):
+            what = "before any miss step" if k == 0 else f"after miss step {k}"
+            fig = level_figure(
+                raw,
+                c.case,
+                "latency",
+                c.pts,
+                span,
+                f"TLB chase latency {what} ({c.where})",
+                f"latency level {k} of the chase: the median of its points' medians, {c.span(span[0])} to "
+                f"{c.span(span[1])}; every load an L2 hit (.cg), only the pages change",
+                "cycle",
             )
-            figs[-1] = _named(figs[-1], f"level{k}_latency")
-            if k + 1 < len(found) or span[1] + 1 < len(pts):
-                figs += reach(raw, case, pts, span, k, where, found[k + 1] if k + 1 < len(found) else None)
+            figs.append(_named(fig, f"level{k}_latency"))
+            if k + 1 < len(c.found):
+                figs += step(raw, c, k)
+        figs += [reach_bound(raw, c, found), tlb_steps(c)]
         out += [with_checks(doc, f) for f in figs]
-        out.append(tlb_levels(pts, found, case, where))
     return keep(out)
 
 
@@ -151,81 +210,109 @@ def _named(fig: Figure | None, metric: str) -> Figure | None:
     return fig
 
 
-def reach(
-    raw: pd.DataFrame,
-    case: str,
-    pts: pd.DataFrame,
-    span: tuple[int, int],
-    k: int,
-    where: str,
-    nxt: tuple[int, int] | None,
-) -> list[Figure | None]:
-    """The reach of TLB level k+1 (the pages level k still holds) and, where a next level follows, its miss penalty."""
-    last, beyond = pts["pages"].iloc[span[1]], pts["pages"].iloc[span[1] + 1]
-    params = pts["params"].iloc[span[0] : span[1] + 2].tolist()
-    n = sum(len(samples(raw, case, "latency", p)) for p in params)
+def step(raw: pd.DataFrame, c: Staircase, k: int) -> list[Figure | None]:
+    """Miss step k+1 between levels k and k+1: the pages level k still holds (the reach bracket, in pages and bytes)
+    and what a load pays past it (level k+1's latency less level k's, all their samples)."""
+    (i0, last), (first, j1) = c.found[k], c.found[k + 1]
+    held, off = c.pages(last), c.pages(first)
+    params = c.pts["params"].iloc[i0 : j1 + 1].tolist()
+    bracket = (
+        f"the latency stays within {TLB_NEAR:.0%} of {c.level(k):.4g} cycles up to {c.span(last)} and is "
+        f"{c.level(k + 1):.4g} cycles from {c.span(first)}: what translates these pages at {c.where} holds at least "
+        f"{held:g} and fewer than {off:g} of them, a reach of {size_text(held * c.stride)} to "
+        f"{size_text(off * c.stride)}"
+    )
     entries = Figure(
-        case=case,
+        case=c.case,
         metric=f"tlb{k + 1}_entries",
         unit="pages",
         kind="derived",
-        name=f"TLB level {k + 1} reach in 2 MB pages ({where})",
-        value=float(last),
+        name=f"TLB miss step {k + 1}: pages held ({c.where})",
+        value=held,
         spread=math.nan,
-        samples=n,
-        derivation=f"the last page count on latency level {k}; at {beyond:g} pages the latency has left it: the "
-        f"level holds between {last:g} and {beyond:g} translations ({last * PAGE_MB:g} to {beyond * PAGE_MB:g} MB of "
-        "2 MB pages)",
-        params="",
+        samples=sum(len(samples(raw, c.case, "latency", p)) for p in params),
+        derivation=bracket,
         points=tuple(params),
     )
     mb = replace(
         entries,
         metric=f"tlb{k + 1}_reach",
         unit="MB",
-        value=float(last * PAGE_MB),
+        value=held * c.stride,
+        name=f"TLB miss step {k + 1}: reach ({c.where})",
         checks=[],
-        name=f"TLB level {k + 1} reach ({where})",
     )
-    out: list[Figure | None] = [entries, mb]
-    if nxt is not None:
-        ours = [samples(raw, case, "latency", p) for p in pts["params"].iloc[span[0] : span[1] + 1]]
-        theirs = [samples(raw, case, "latency", p) for p in pts["params"].iloc[nxt[0] : nxt[1] + 1]]
-        penalty = make(
-            case,
-            f"tlb{k + 1}_miss_penalty",
-            "cycle",
-            f"TLB level {k + 1} miss penalty ({where})",
-            lambda a, b: b - a,
-            [np.concatenate(ours), np.concatenate(theirs)],
-            f"latency level {k + 1} less level {k} (all their samples): what a load pays where TLB level {k + 1} "
-            "misses and the next level (or the page walk) translates",
-            pts["params"].iloc[span[0] : nxt[1] + 1].tolist(),
-        )
-        out.append(penalty)
-    return out
+    ours = np.concatenate([samples(raw, c.case, "latency", p) for p in c.pts["params"].iloc[i0 : last + 1]])
+    theirs = np.concatenate([samples(raw, c.case, "latency", p) for p in c.pts["params"].iloc[first : j1 + 1]])
+    penalty = make(
+        c.case,
+        f"tlb{k + 1}_miss_penalty",
+        "cycle",
+        f"TLB miss step {k + 1}: cycles per load ({c.where})",
+        lambda a, b: b - a,
+        [ours, theirs],
+        f"latency level {k + 1} less level {k} (all their samples): what each load pays at {c.where} once the level "
+        f"that held {held:g} pages misses and another translates; consecutive loads are in different pages, but at a "
+        "stride below what one entry covers they share entries, so this is a miss cost per load, not per miss",
+        params,
+    )
+    return [entries, mb, penalty]
 
 
-def tlb_levels(pts: pd.DataFrame, found: list[tuple[int, int]], case: str, where: str) -> Figure:
-    """How many TLB levels the sweep shows: one per step between latency levels, and one more where it ends off a
-    level (still rising: a level it does not reach)."""
-    steps = len(found) - 1
-    tail = found[-1][1] + 1 < len(pts)
-    fig = Figure(
-        case=case,
-        metric="tlb_levels_seen",
-        unit="levels",
+def reach_bound(raw: pd.DataFrame, c: Staircase, every: list[Staircase]) -> Figure | None:
+    """Where the sweep ends on a level: no miss step from that level's first point to the last page count, a lower
+    bound of the reach of what translates them at this stride (the other strides' first steps for comparison)."""
+    i, j = c.found[-1]
+    if j + 1 < len(c.pts):
+        return None
+    others = [
+        f"{o.where}: first step between {o.span(o.found[0][1])} and {o.span(o.found[1][0])}"
+        for o in every
+        if o is not c and len(o.found) > 1
+    ]
+    after = "" if len(c.found) == 1 else f" after miss step {len(c.found) - 1}"
+    return Figure(
+        case=c.case,
+        metric="reach_at_least",
+        unit="MB",
         kind="derived",
-        name=f"TLB levels the sweep shows ({where})",
-        value=float(steps + tail),
+        name=f"TLB reach, lower bound ({c.where})",
+        value=c.pages(j) * c.stride,
         spread=math.nan,
-        samples=len(pts),
-        derivation=f"{len(found)} latency levels over {pts['pages'].iloc[0]:g} to {pts['pages'].iloc[-1]:g} pages: "
-        f"{steps} step{'s' * (steps != 1)} between them"
-        + (", and the latency still moves past the last level (one more level, not reached)" if tail else ""),
-        points=tuple(pts["params"]),
+        samples=sum(len(samples(raw, c.case, "latency", p)) for p in c.pts["params"].iloc[i : j + 1]),
+        derivation=f"no miss step{after} to the sweep's end: the latency stays within {TLB_NEAR:.0%} of "
+        f"{c.level(len(c.found) - 1):.4g} cycles from {c.span(i)} to {c.span(j)}, so what translates them at "
+        f"{c.where} reaches at least {size_text(c.pages(j) * c.stride)} (a lower bound: the sweep found no end)"
+        + (f"; other strides: {'; '.join(others)}" if others else ""),
+        points=tuple(c.pts["params"].iloc[i : j + 1]),
     )
-    fig.checks = [Check("documented", "n/a", NO_TLB_DOC, evidence=REFERENCE)]
+
+
+def tlb_steps(c: Staircase) -> Figure:
+    """How many miss steps the sweep shows, in plain terms: the levels, the steps between them and how it ends."""
+    levels_text = "; ".join(
+        f"{c.level(k):.4g} cycles from {c.span(i)} to {c.span(j)}" for k, (i, j) in enumerate(c.found)
+    )
+    end = c.found[-1][1] + 1 < len(c.pts)
+    n = len(c.found) - 1
+    fig = Figure(
+        case=c.case,
+        metric="tlb_steps",
+        unit="steps",
+        kind="derived",
+        name=f"TLB miss steps the sweep shows ({c.where})",
+        value=float(n),
+        spread=math.nan,
+        samples=len(c.pts),
+        derivation=f"latency levels (points within {TLB_NEAR:.0%} of their median): {levels_text}. "
+        + (f"Steps: {', '.join(c.steps())}. " if n else "")
+        + (
+            f"Past {c.span(c.found[-1][1])} the latency leaves the last level and the sweep ends before another."
+            if end
+            else f"No miss step from {c.span(c.found[-1][0])} up to {c.span(len(c.pts) - 1)}."
+        ),
+        points=tuple(c.pts["params"]),
+    )
     return fig
 
 
@@ -465,34 +552,55 @@ def line_size(held: dict[float, float], methods: dict[str, str]) -> Figure | Non
 
 
 def ways(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
-    """Per stride the most lines on the L1-hit level; the ways: the fewest over the strides (where every line shares
-    one set), and the hit share one line past them (0: every line evicted before its turn, as LRU on a cycle)."""
+    """Per stride the most lines on the L1-hit level; the fewest over the strides (where every line shares one set)
+    bound the ways from below, and are the ways where the next count leaves the level short of the L1's capacity in
+    lines (a conflict miss), with the hit share one point past them (0: every line evicted before its turn, LRU)."""
     held = {}
     for stride in axis_values(raw, "l1_ways", "latency", "stride_kb"):
         pts = curve(raw, "l1_ways", "latency", "lines", stride_kb=stride)
         found = levels(pts)
-        if found and found[0][0] == 0 and found[0][1] + 1 < len(pts):
+        if found and found[0][0] == 0:
             held[stride] = (pts, found[0][1])
     if not held:
         return []
     stride, (pts, j) = min(held.items(), key=lambda kv: kv[1][0]["lines"].iloc[kv[1][1]])
-    text = "; ".join(f"{s:g} KB: {p['lines'].iloc[i]:g}" for s, (p, i) in held.items())
-    method = methods.get("l1_ways", "")
+    most = float(pts["lines"].iloc[j])
+    text = "; ".join(
+        f"{s:g} KB: {p['lines'].iloc[i]:g}" + (f" ({p['lines'].iloc[i + 1]:g} off it)" if i + 1 < len(p) else "")
+        for s, (p, i) in held.items()
+    )
+    room = capacity_lines(raw)
+    off = float(pts["lines"].iloc[j + 1]) if j + 1 < len(pts) else math.nan
+    conflict = room is not None and off <= room
+    if math.isnan(off):
+        why = f"the sweep ends on the level at {most:g} lines: no line count left it"
+    elif conflict:
+        why = f"{off:g} lines leave it, short of the {room:g} lines the L1 holds (l1_capacity, carveout 0): a conflict"
+    elif room is None:
+        why = f"{off:g} lines leave it; without l1_capacity a conflict cannot be told from the L1 filling up"
+    else:
+        why = f"{off:g} lines leave it only past the {room:g} lines the L1 holds (l1_capacity, carveout 0): capacity"
     fig = Figure(
         case="l1_ways",
-        metric="ways",
+        metric="ways" if conflict else "ways_at_least",
         unit="lines",
         kind="derived",
-        name="L1 associativity (ways)",
-        value=float(pts["lines"].iloc[j]),
+        name="L1 associativity (ways)" if conflict else "L1 associativity (ways), lower bound",
+        value=most,
         spread=math.nan,
         samples=len(pts),
-        derivation=f"most lines on the L1-hit level per stride ({text}); the fewest, at {stride:g} KB, where every "
-        f"line shares a set; {pts['lines'].iloc[j + 1]:g} lines leave it",
+        derivation=f"most lines on the L1-hit level per stride ({text}); the fewest, {most:g} at {stride:g} KB, "
+        + (
+            f"where every line shares a set; {why} miss"
+            if conflict
+            else f"held without a conflict miss, so a set holds at least {most:g} lines at every stride measured; {why}"
+        ),
         points=tuple(pts["params"].iloc[: j + 2]),
-        method=method,
+        method=methods.get("l1_ways", ""),
     )
     fig.checks = [Check("documented", "n/a", "NVIDIA documents no L1 associativity", evidence=REFERENCE)]
+    if not conflict:
+        return [fig]
     hit, past, worst = (pts["value"].iloc[: j + 1].median(), pts["value"].iloc[j + 1], pts["value"].iloc[-1])
     share = replace(
         fig,
@@ -500,12 +608,22 @@ def ways(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
         unit="fraction",
         name="L1 hit share one line past the ways (replacement)",
         value=float((worst - past) / (worst - hit)) if worst > hit else math.nan,
-        derivation=f"at {pts['lines'].iloc[j + 1]:g} lines {stride:g} KB apart: ({worst:.4g} - {past:.4g}) / "
+        derivation=f"at {off:g} lines {stride:g} KB apart: ({worst:.4g} - {past:.4g}) / "
         f"({worst:.4g} - {hit:.4g}), the latency at the most lines ({pts['lines'].iloc[-1]:g}: all misses) less this, "
         "over it less the L1-hit level's; 0 where the cycle evicts every line before its turn (LRU)",
         checks=list(fig.checks),
     )
     return keep([fig, share if math.isfinite(share.value) else None])
+
+
+def capacity_lines(raw: pd.DataFrame) -> float | None:
+    """The 128 B lines the L1 holds at carveout 0: l1_capacity's last footprint on the L1-hit level (None: not
+    measured, or the sweep never left the level)."""
+    pts = curve(raw, "l1_capacity", "latency", "footprint_kb", carveout=0)
+    found = levels(pts)
+    if not found or found[0][0] != 0 or found[0][1] + 1 >= len(pts):
+        return None
+    return float(pts["footprint_kb"].iloc[found[0][1]]) * 1024 / LINE
 
 
 # --- L2 --------------------------------------------------------------------------------------------------------------
@@ -516,10 +634,8 @@ def l2(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
     out: list[Figure | None] = []
     pts = curve(raw, "l2_bandwidth", "bandwidth", "footprint_mb")
     found = levels(pts)
-    method = methods.get("l2_bandwidth", "")
     if found and found[0][0] == 0:
         span = found[0]
-        last = pts["footprint_mb"].iloc[span[1]]
         out.append(
             level_figure(
                 raw,
@@ -528,35 +644,58 @@ def l2(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
                 pts,
                 span,
                 "L2 read bandwidth (L2-resident windows)",
-                f"the first bandwidth level: {pts['footprint_mb'].iloc[0]:g} to {last:g} MB",
+                f"the first bandwidth level: {pts['footprint_mb'].iloc[0]:g} to "
+                f"{pts['footprint_mb'].iloc[span[1]]:g} MB",
                 "GB/s",
             )
         )
         if span[1] + 1 < len(pts):
-            beyond = pts["footprint_mb"].iloc[span[1] + 1]
-            fig = Figure(
-                case="l2_bandwidth",
-                metric="falloff_mb",
-                unit="MB",
-                kind="derived",
-                name="L2 bandwidth fall-off footprint",
-                value=float(last),
-                spread=math.nan,
-                samples=len(pts),
-                derivation=f"the last footprint on the L2 bandwidth level; at {beyond:g} MB the bandwidth has "
-                f"left it ({pts['value'].iloc[span[1] + 1] / pts['value'].iloc[span[1]] - 1:+.1%})",
-                points=tuple(pts["params"].iloc[: span[1] + 2]),
-                method=method,
-            )
-            fig.checks = falloff_checks(raw, last, beyond)
-            out.append(fig)
+            out.append(falloff(raw, pts, found, methods.get("l2_bandwidth", "")))
     out += camping(raw, methods) + [persisting(raw, methods)]
     return keep(out)
 
 
+def falloff(raw: pd.DataFrame, pts: pd.DataFrame, found: list[tuple[int, int]], method: str) -> Figure:
+    """The L2 level's last footprint, bracketed by the next level's first (or the next point where the sweep ends
+    in no level): it stands on those two plateau ends only, the transition points between them (at the cliff, where
+    launches alternate between mostly hits and mostly misses) named with their spread but not stood on."""
+    i = found[0][1]
+    j = found[1][0] if len(found) > 1 else i + 1
+    last, beyond = float(pts["footprint_mb"].iloc[i]), float(pts["footprint_mb"].iloc[j])
+    between = [
+        f"{pts['footprint_mb'].iloc[k]:g} MB: {pts['value'].iloc[k]:.4g} GB/s, launches from "
+        f"{np.min(x):.4g} to {np.max(x):.4g}"
+        for k in range(i + 1, j)
+        for x in [samples(raw, "l2_bandwidth", "bandwidth", pts["params"].iloc[k])]
+    ]
+    nxt = "the DRAM level's first" if len(found) > 1 else "the sweep's next point (no level after it)"
+    fig = Figure(
+        case="l2_bandwidth",
+        metric="falloff_mb",
+        unit="MB",
+        kind="derived",
+        name="L2 bandwidth fall-off footprint",
+        value=last,
+        spread=math.nan,
+        samples=len(pts),
+        derivation=f"the last footprint on the L2 bandwidth level ({pts['value'].iloc[i]:.4g} GB/s); {beyond:g} MB is "
+        f"{nxt} ({pts['value'].iloc[j]:.4g} GB/s): the window falls off between {last:g} and {beyond:g} MB"
+        + (
+            f"; transition between them, stood on by no figure (at the cliff a launch's window is mostly hits or "
+            f"mostly misses): {'; '.join(between)}"
+            if between
+            else ""
+        ),
+        points=(pts["params"].iloc[i], pts["params"].iloc[j]),
+        method=method,
+    )
+    fig.checks = falloff_checks(raw, last, beyond)
+    return fig
+
+
 def falloff_checks(raw: pd.DataFrame, last: float, beyond: float) -> list[Check]:
-    """The fall-off against the device's L2 (a bound) and the share of it every SM's reads can keep (a partition's,
-    where the whitepaper documents partitions)."""
+    """The fall-off against the device's L2 size (l2_capacity): a bound (the L2 level cannot last past it), and a
+    verification where the bracket holds it (every SM's reads keep about the whole L2 resident)."""
     size = attributes(raw).get("l2_capacity")
     if size is None:
         return [Check("device size", "n/a", "device_geometry not measured in this run", evidence=REFERENCE)]
@@ -567,16 +706,19 @@ def falloff_checks(raw: pd.DataFrame, last: float, beyond: float) -> list[Check]
         "disagree" if last > whole * (1 + tol) else "agree",
         f"{last:g} MB vs the device's {whole:g} MB L2 (l2_capacity)",
     )
-    parts = L2_PARTITIONS.get(version(raw))
-    if parts is None:
-        return [bound, Check("device size", "n/a", f"no documented L2 partitions for {run_of(raw)[0]}", REFERENCE)]
-    share = whole / parts
-    inside = last * (1 - tol) <= share <= beyond * (1 + tol)
-    detail = (
-        f"falls off between {last:g} and {beyond:g} MB: {'holds' if inside else 'does not hold'} {share:g} MB, "
-        f"one of the {parts} partitions of the {whole:g} MB L2 (A100/H100 whitepapers: each partition caches what "
-        "its own SMs read)"
-    )
+    inside = last * (1 - tol) <= whole <= beyond * (1 + tol) and beyond <= last * memory.BRACKET
+    if inside:
+        detail = (
+            f"falls off between {last:g} and {beyond:g} MB, which holds the device's whole {whole:g} MB L2 "
+            "(l2_capacity): the window every SM reads stays L2-resident up to about the whole L2, not half of it"
+        )
+    elif beyond > last * memory.BRACKET:
+        detail = f"falls off between {last:g} and {beyond:g} MB: too coarse a bracket to confirm the {whole:g} MB L2"
+    else:
+        detail = (
+            f"falls off between {last:g} and {beyond:g} MB, short of the device's whole {whole:g} MB L2 "
+            "(l2_capacity): the SMs' reads keep less than the whole L2 resident"
+        )
     return [bound, Check("device size", "agree" if inside else "n/a", detail, evidence=REFERENCE)]
 
 
@@ -727,19 +869,9 @@ def interleave(base: Figure, placed: np.ndarray) -> Figure | None:
     )
 
 
-def check_attributes(generic: list[Figure], raw: pd.DataFrame) -> None:
-    """device_geometry's L2 size and shared memory per SM against the datasheet and guide (memory's checks)."""
-    arch, gpu = run_of(raw)
-    device = memory.Device(attributes(raw), arch, gpu)
-    for f in generic:
-        if f.case == "device_geometry" and f.metric in ("l2_capacity", "smem_per_sm"):
-            f.checks = [*memory.datasheet_checks(f, device), *f.checks]
-
-
 def figures(frames: dict[str, pd.DataFrame], generic: list[Figure]) -> list[Figure]:
-    """Every derived figure of the geometry category's run (and device_geometry's checks on the generic figures)."""
+    """Every derived figure of the geometry category's run."""
     raw = frames.get("raw")
     if raw is None or raw.empty:
         return []
-    check_attributes(generic, raw)
     return [f for part in (tlb, sector, capacity, ways, l2, address_map) for f in part(raw, methods())]

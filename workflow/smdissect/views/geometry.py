@@ -9,7 +9,7 @@ import pandas as pd
 
 from smdissect import charts, evidence, markup
 
-TLB = ("tlb_chase", "tlb_chase_wide")
+TLB = ("tlb_chase", "tlb_chase_wide", "tlb_chase_huge")
 L1 = ("l1_sector", "l1_capacity", "l1_line", "l1_ways")
 L2 = ("l2_bandwidth", "l2_camping", "l2_persist", "l2_address_map", "device_geometry")
 
@@ -24,7 +24,7 @@ def _tlb(frames: dict[str, pd.DataFrame]) -> str:
     data = evidence.points(frames.get("raw"), list(TLB), "latency", ["pages", "stride_mb"])
     if data.empty:
         return markup.empty("no TLB measurements")
-    data["stride"] = data["stride_mb"].map(lambda s: f"{s:g} MB apart")
+    data["stride"] = data["stride_mb"].map(lambda s: f"{s / 1024:g} GB apart" if s >= 1024 else f"{s:g} MB apart")
     chart = (
         alt.Chart(data)
         .mark_line(point=True)
@@ -37,13 +37,15 @@ def _tlb(frames: dict[str, pd.DataFrame]) -> str:
     )
     described = (
         "Page-stride chase latency (cycles per load, every load an L2 hit) against the number of distinct 2 MB pages "
-        f"it touches (log 2), one line per page stride ({', '.join(sorted(data['stride'].unique()))}); each step up "
-        "is a TLB level's reach."
+        f"it touches (log 2), one line per page stride ({', '.join(data['stride'].unique())}); a step up is what "
+        "translates the pages running out of entries at that stride, a flat line to the end a lower bound of its reach."
     )
     note = markup.empty(
-        "4096 lines (512 KB) spread round robin over the pages, each read once per lap through the L2 only "
-        "(ld.global.cg): the data reads are L2 hits at every page count, so a step is a TLB level running out of "
-        "entries; reach = entries x 2 MB. 4 KB and 64 KB pages cannot be isolated here: cudaMalloc maps 2 MB pages"
+        "4096 lines (512 KB; one per page past 4096 pages) spread round robin over the pages, each read once per lap "
+        "through the L2 only (ld.global.cg): the data reads are L2 hits at every page count, so a step of over 1% is a "
+        "TLB level running out of entries, its reach bracketed by the page counts on either side (pages x stride); "
+        "strides 2 MB, 32 MB and 1 GB at equal page counts tell what one entry covers from how many a level holds. "
+        "4 KB and 64 KB pages cannot be isolated here: cudaMalloc maps 2 MB pages"
     )
     return charts.svg(chart, described, "TLB staircase") + note + _table(frames, TLB)
 
@@ -100,7 +102,8 @@ def _l1(frames: dict[str, pd.DataFrame]) -> str:
         "sector: the cold lap of a 4 KB chain, each load timed alone; a load over twice the L1-hit latency missed. "
         "capacity: the L1-hit level's last footprint, checked against the programming guide's carveouts. line: the "
         "capacity footprint stays the same up to the line size and grows with the stride past it. ways: lines at a "
-        "stride of the L1's set span evict each other past the ways"
+        "stride of the L1's set span evict each other past the ways; where none does before the L1 fills, the lines "
+        "it held bound the ways from below"
     )
     return body + note + _table(frames, L1)
 
@@ -123,7 +126,7 @@ def _l2(frames: dict[str, pd.DataFrame]) -> str:
             )
             .properties(width=600, height=260),
             "L2 read bandwidth (GB/s, every SM, ld.global.cg) against the footprint read over and over (log 2): the "
-            "L2 level, then the fall to DRAM.",
+            "L2 level, then the fall to DRAM; a point at the cliff mixes launches of mostly hits and mostly misses.",
             "L2 bandwidth against footprint",
         )
     lines = _address_map(frames)
