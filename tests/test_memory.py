@@ -694,3 +694,25 @@ def test_shared_latency_runs_and_is_steady(compiled: Callable[[str, str, str], P
     ).stdout
     (record,) = [json.loads(line) for line in out.splitlines()]
     assert 10 < record["value"] < 100 and max(record["samples"]) - min(record["samples"]) < 2
+
+
+def inner_spread(record: dict) -> float:
+    """A record's samples less the lowest and highest: their range over the median."""
+    kept = sorted(record["samples"])[1:-1]
+    return (kept[-1] - kept[0]) / record["value"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", ["atomic_add_global_throughput", "atomic_add_shared_throughput"])
+def test_atomic_throughput_launches_span_passes_and_are_steady(
+    compiled: Callable[[str, str, str], Path], case: str
+) -> None:
+    binary = compiled("sm_90a", "memory", "atomics")
+    args = ["--param", "type=0", "--param", "contention=0,1", "--repeats", "9"]
+    out = subprocess.run([str(binary), "--case", case, *args], capture_output=True, text=True, check=True).stdout
+    records = {r["params"]["contention"]: r for r in map(json.loads, out.splitlines())}
+    free, full = records[0], records[1]
+    # one pass with a word per thread lasts ~15 us (global) or ~1.3 us (shared): calibrated to many passes of 64
+    assert free["iterations"] % 64 == 0 and free["iterations"] > 64 * 8, free
+    assert inner_spread(free) < 0.02, free  # 3% (global) in the H200 run that timed one pass
+    assert free["value"] > full["value"] > 0

@@ -13,6 +13,12 @@ constexpr long kCellBytes = 4096;
 constexpr int kPerThread = 64;   // independent atomics per thread in the throughput kernel
 constexpr int kThreads = 256;
 constexpr int kCtasPerSm = 4;
+// Throughput launches repeat their kPerThread atomics `passes` times, so that the grid's %globaltimer span is at least
+// kTimedNs: one pass with a word per thread is ~15 us on an H200, where the CTAs' start and finish spread (a few us)
+// scattered sync/atomics.cu's samples of the same grid by up to 17%. kMaxPasses covers the shortest pass, u32 shared
+// adds with a word per thread (~1.3 us: 65536 atomics per SM at ~25 per cycle), and bounds a span read as ~0.
+constexpr double kTimedNs = 1e6;
+constexpr int kMaxPasses = 1024;
 enum Space { kGlobal, kShared };
 
 // Element types as named structs, so kernel symbols demangle to atomic_latency<Add,U32,0>.
@@ -80,8 +86,9 @@ __global__ void atomic_latency(typename E::T* cell, mem::Slope* out) {
 
 // kPerThread independent atomics per thread on its own word (contention 0) or on word 0 (contention 1); the
 // operand (0) is a launch argument, so the compiler can neither drop nor merge them.
-// The kPerThread atomics sit in a loop of `passes` (1) passes: where an atomic is a CAS retry loop (u64/f32/f64 add on
-// shared memory), the timed work is then that outer loop, not the first atomic's retry loop.
+// The kPerThread atomics sit in a loop of `passes` passes (host-calibrated, see kTimedNs): where an atomic is a CAS
+// retry loop (u64/f32/f64 add on shared memory), the timed work is then that outer loop, not the first atomic's retry
+// loop.
 template <class Op, class E, int SPACE>
 __global__ void atomic_throughput(typename E::T* cells, typename E::T operand, int contended, int passes,
                                   smd::Stamp* stamps) {
@@ -161,7 +168,21 @@ void latency(const std::string& id, const std::map<std::string, long>& point, in
   smd::emit(rec);
 }
 
-// Atomics per cycle per SM: all atomics over the grid's wall-clock span (globaltimer) at the SM clock.
+// The grid's %globaltimer span of one launch: first CTA's start to last CTA's end, in ns.
+double grid_ns(const std::vector<smd::Stamp>& stamps) {
+  unsigned long long n0 = stamps[0].ns0, n1 = stamps[0].ns1;
+  for (const auto& s : stamps) n0 = std::min(n0, s.ns0), n1 = std::max(n1, s.ns1);
+  return double(n1 - n0);
+}
+
+// Passes of the throughput loop that make a launch whose one-pass grid span is `stamps`' last at least kTimedNs.
+int passes_for(const std::vector<smd::Stamp>& stamps) {
+  const double span = std::max(grid_ns(stamps), 1.0);
+  return int(std::clamp(std::ceil(kTimedNs / span), 1.0, double(kMaxPasses)));
+}
+
+// Atomics per cycle per SM: all atomics over the grid's wall-clock span (globaltimer) at the CTAs' median SM clock.
+// An untimed launch of one pass sets `passes` (passes_for); the timed launches repeat the atomics that many times.
 template <class Op, class E, int SPACE>
 void throughput(const std::string& id, const std::map<std::string, long>& point, int repeats) {
   const long contended = smd::param(point, "contention");
@@ -169,33 +190,33 @@ void throughput(const std::string& id, const std::map<std::string, long>& point,
   Device d;
   const int sms = mem::sizes().sms;
   std::vector<smd::Stamp> stamps(d.ctas);
+  int passes = 1;
   auto launch = [&] {
     atomic_throughput<Op, E, SPACE><<<d.ctas, kThreads>>>(static_cast<typename E::T*>(d.cells), typename E::T(0),
-                                                        int(contended), 1, d.stamps);
+                                                        int(contended), passes, d.stamps);
     SMD_CHECK(cudaGetLastError());
     SMD_CHECK(cudaDeviceSynchronize());
     SMD_CHECK(cudaMemcpy(stamps.data(), d.stamps, d.ctas * sizeof(smd::Stamp), cudaMemcpyDeviceToHost));
   };
-  launch();
+  launch();  // one pass, untimed: its span sets the passes of the timed launches
+  passes = passes_for(stamps);
+  launch();  // untimed at the timed length
   smd::Record rec{id, point, "throughput", "atom/cycle/SM"};
   std::vector<double> clock;
-  const double ops = double(d.ctas) * kThreads * kPerThread;
+  const double ops = double(d.ctas) * kThreads * kPerThread * passes;
   for (int r = 0; r < repeats; ++r) {
     {
       smd::NvtxRange range(smd::range_name(id, point, "timed"));
       launch();
     }
-    unsigned long long n0 = stamps[0].ns0, n1 = stamps[0].ns1;
     std::vector<double> mhz;
-    for (const auto& s : stamps) {
-      n0 = std::min(n0, s.ns0), n1 = std::max(n1, s.ns1);
+    for (const auto& s : stamps)
       if (s.ns1 > s.ns0) mhz.push_back((s.c1 - s.c0) * 1e3 / double(s.ns1 - s.ns0));
-    }
     const double mhz_median = smd::median(mhz);
-    rec.samples.push_back(ops / ((n1 - n0) * 1e-3 * mhz_median) / sms);
+    rec.samples.push_back(ops / (grid_ns(stamps) * 1e-3 * mhz_median) / sms);
     clock.push_back(mhz_median);
   }
-  rec.clock_mhz = smd::median(clock), rec.iterations = kPerThread;
+  rec.clock_mhz = smd::median(clock), rec.iterations = long(kPerThread) * passes;
   smd::emit(rec);
 }
 

@@ -21,7 +21,7 @@ constexpr int kCtasPerSm = 4;
 // kTimedNs: one pass with a word per thread is ~15 us on an H200, where the CTAs' start and finish spread (a few us)
 // scattered the samples by up to 17%.
 constexpr double kTimedNs = 1e6;
-constexpr int kMaxPasses = 256;
+constexpr int kMaxPasses = 1024;  // a shared-memory pass at a word per thread is ~1.3 us
 // Warp-level SASS instructions of each kind a launch executes (ncu): the count every record claims.
 constexpr const char* kGlobalAtom = "smsp__sass_inst_executed_op_global_atom.sum";
 constexpr const char* kGlobalRed = "smsp__sass_inst_executed_op_global_red.sum";
