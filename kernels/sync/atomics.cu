@@ -17,11 +17,10 @@ constexpr long kWordStride = 1024;  // u32 words between ring words: 4 KB
 constexpr int kPerThread = 64;    // independent atomics per thread in the throughput kernels
 constexpr int kThreads = 256;
 constexpr int kCtasPerSm = 4;
-// Throughput launches repeat their kPerThread atomics `passes` times, so that the grid's %globaltimer span is at least
-// kTimedNs: one pass with a word per thread is ~15 us on an H200, where the CTAs' start and finish spread (a few us)
-// scattered the samples by up to 17%.
-constexpr double kTimedNs = 1e6;
-constexpr int kMaxPasses = 1024;  // a shared-memory pass at a word per thread is ~1.3 us
+// Throughput launches repeat their kPerThread atomics `passes` times (passes_of), so that a launch lasts about 1 ms on
+// an H200: one pass with a word per thread is ~15 us (global) or ~1.3 us (shared), where the CTAs' start and finish
+// spread (a few us) scattered the samples by up to 17%. The passes are fixed per point, not timed, so that the
+// profiled process (ncu) runs the very launch whose counters the run's records claim.
 // Warp-level SASS instructions of each kind a launch executes (ncu): the count every record claims.
 constexpr const char* kGlobalAtom = "smsp__sass_inst_executed_op_global_atom.sum";
 constexpr const char* kGlobalRed = "smsp__sass_inst_executed_op_global_red.sum";
@@ -325,19 +324,18 @@ void latency(const std::string& id, const std::map<std::string, long>& point, in
   sy::emit(sy::slope_record(id, point, kSteps, repeats, launch, expect));
 }
 
-// Passes of the throughput loop that make a launch of one pass's grid span (`stamps`) last at least kTimedNs.
-int passes_for(const std::vector<smd::Stamp>& stamps) {
-  unsigned long long n0 = stamps[0].ns0, n1 = stamps[0].ns1;
-  for (const auto& s : stamps) n0 = std::min(n0, s.ns0), n1 = std::max(n1, s.ns1);
-  const double span = n1 > n0 ? double(n1 - n0) : 1.0;
-  return int(std::clamp(std::ceil(kTimedNs / span), 1.0, double(kMaxPasses)));
+// Passes of the throughput loop at a contention (0 a word per thread, 1 one word, 2 a word per warp) in global or
+// shared memory: about 1 ms a launch on an H200 (global: 15 us, 6.6 ms, 130 us a pass; shared: 1.3 us, 33 us).
+int passes_of(long contention, bool shared) {
+  static const int kGlobal[] = {64, 1, 8}, kShared[] = {512, 32, 64};
+  return (shared ? kShared : kGlobal)[contention];
 }
 
 // Atomics per cycle per SM under the point's contention: 0 a word per thread, 1 one word, 2 a word per warp.
 // `counter`: the ncu count of its atomics (one per warp and atomic), or none where no counter names them.
 template <class Kernel>
 void throughput(const std::string& id, const std::map<std::string, long>& point, int repeats, Kernel kernel,
-                bool pairs, const char* counter) {
+                bool pairs, bool shared, const char* counter) {
   check_type(point);
   const long contention = smd::param(point, "contention");
   if (contention < 0 || contention > 2)
@@ -346,7 +344,7 @@ void throughput(const std::string& id, const std::map<std::string, long>& point,
   Device d;
   std::vector<smd::Stamp> stamps(d.ctas);
   std::string refused;
-  int passes = 1;
+  const int passes = passes_of(contention, shared);
   auto launch = [&] {
     if (pairs) refused = launch_pairs(kernel, d.ctas, kThreads, d.cells, 0u, shift, scale, passes, d.stamps);
     else kernel<<<d.ctas, kThreads>>>(d.cells, 0u, shift, scale, passes, d.stamps);
@@ -355,10 +353,8 @@ void throughput(const std::string& id, const std::map<std::string, long>& point,
     SMD_CHECK(cudaDeviceSynchronize());
     SMD_CHECK(cudaMemcpy(stamps.data(), d.stamps, d.ctas * sizeof(smd::Stamp), cudaMemcpyDeviceToHost));
   };
-  launch();  // one pass, untimed: its span sets the passes of the timed launches
+  launch();  // untimed
   if (!refused.empty()) return smd::static_point(id, point, refused);
-  passes = passes_for(stamps);
-  launch();  // untimed at the timed length
   smd::Record rec{id, point, "throughput", "atom/cycle/SM"};
   std::vector<double> clock;
   const double ops = double(d.ctas) * kThreads * kPerThread * passes;
@@ -378,12 +374,12 @@ void throughput(const std::string& id, const std::map<std::string, long>& point,
 
 template <class Op, int RESULT>
 void run_global(const std::string& id, const std::map<std::string, long>& point, int repeats) {
-  throughput(id, point, repeats, global_throughput<Op, RESULT>, false, RESULT ? kGlobalAtom : kGlobalRed);
+  throughput(id, point, repeats, global_throughput<Op, RESULT>, false, false, RESULT ? kGlobalAtom : kGlobalRed);
 }
 
 template <class Op, int CLUSTER>
 void run_shared(const std::string& id, const std::map<std::string, long>& point, int repeats) {
-  throughput(id, point, repeats, shared_throughput<Op, CLUSTER>, CLUSTER, CLUSTER ? nullptr : kSharedAtom);
+  throughput(id, point, repeats, shared_throughput<Op, CLUSTER>, CLUSTER, true, CLUSTER ? nullptr : kSharedAtom);
 }
 
 std::vector<smd::KernelInfo> latency_kernel(const std::string& symbol) {
