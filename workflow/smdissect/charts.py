@@ -74,6 +74,25 @@ def kib_axis(sizes: pd.Series, title: str) -> alt.Axis:
     return alt.Axis(values=[2.0**k for k in powers[::step]], labelExpr=KIB_LABELS, title=title)
 
 
+def log2_lines(
+    data: pd.DataFrame, x: str, x_title: str, y_title: str, series: str, description: str, title: str
+) -> str:
+    """One line per `series` value of `value` against `x` on a log-2 axis (a cost over warps, CTAs, sizes)."""
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
+
+    chart = (
+        alt.Chart(data)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X(f"{x}:Q", scale=alt.Scale(type="log", base=2), title=x_title),
+            y=alt.Y("value:Q", title=y_title),
+            color=alt.Color(f"{series}:N"),
+        )
+        .properties(width=480, height=260)
+    )
+    return svg(chart, description, title)
+
+
 def status_bars(data: pd.DataFrame, label: str, title: str, axis: str, description: str) -> str:
     """One bar per `label` of `data`'s `value`, largest first, coloured by `status`; a bar over OUTLIER times the
     median of the others on a panel of its own (its own axis), so that it does not flatten the rest."""

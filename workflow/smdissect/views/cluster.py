@@ -34,7 +34,6 @@ def _figures(
 
 
 def _barrier(frames: dict[str, pd.DataFrame]) -> str:
-    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
 
     data = evidence.points(frames.get("raw"), list(BARRIERS), "latency", ["cluster"])
     figs = _figures(frames, list(BARRIERS), columns=(*COLUMNS, "derivation"))
@@ -42,15 +41,12 @@ def _barrier(frames: dict[str, pd.DataFrame]) -> str:
         return markup.empty("no cluster barrier measurements") + evidence.not_measured(frames, list(BARRIERS))
     chart = ""
     if not data.empty:
-        chart = charts.svg(
-            alt.Chart(data.assign(barrier=data["case"].map(BARRIERS)))
-            .mark_line(point=True)
-            .encode(
-                x=alt.X("cluster:Q", scale=alt.Scale(type="log", base=2), title="CTAs per cluster"),
-                y=alt.Y("value:Q", title="cycles per barrier"),
-                color=alt.Color("barrier:N"),
-            )
-            .properties(width=480, height=260),
+        chart = charts.log2_lines(
+            data.assign(barrier=data["case"].map(BARRIERS)),
+            "cluster",
+            "CTAs per cluster",
+            "cycles per barrier",
+            "barrier",
             "Cycles per cluster barrier against CTAs per cluster (log 2), one line per barrier form (arrive + wait, "
             "relaxed arrive + wait).",
             "Cluster barrier cost over cluster size",

@@ -46,7 +46,6 @@ def _cell(figs: pd.DataFrame, case: str, metric: str, contention: int | None = N
 
 
 def _barriers(frames: dict[str, pd.DataFrame]) -> str:
-    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
 
     data = evidence.points(frames.get("raw"), list(BARRIERS), "latency", ["warps"])
     cases = (*BARRIERS, "bar_arrive", "syncwarp")
@@ -55,15 +54,12 @@ def _barriers(frames: dict[str, pd.DataFrame]) -> str:
         return markup.empty("no CTA barrier measurements") + evidence.not_measured(frames, list(cases))
     chart = ""
     if not data.empty:
-        chart = charts.svg(
-            alt.Chart(data.assign(barrier=data["case"].map(BARRIERS)))
-            .mark_line(point=True)
-            .encode(
-                x=alt.X("warps:Q", scale=alt.Scale(type="log", base=2), title="warps per CTA"),
-                y=alt.Y("value:Q", title="cycles per barrier"),
-                color=alt.Color("barrier:N"),
-            )
-            .properties(width=480, height=260),
+        chart = charts.log2_lines(
+            data.assign(barrier=data["case"].map(BARRIERS)),
+            "warps",
+            "warps per CTA",
+            "cycles per barrier",
+            "barrier",
             "Cycles per CTA barrier against warps per CTA (log 2), one line per barrier form (bar.sync 0 by every "
             "warp; named barriers of half the warps each).",
             "CTA barrier cost over warps per CTA",
