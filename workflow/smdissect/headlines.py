@@ -75,6 +75,21 @@ FINDINGS: tuple[tuple[str, str, str, bool], ...] = (
     ("attention", "tile_full softmax share at ctas_per_sm=2, head_dim=128", "softmax share of a tile", False),
     ("interconnect", "atomic_sys_latency latency in ns at gpu=0, mem=0", "system-scope atomic, local memory", False),
     ("interconnect", "peer_chase latency in ns at footprint_mb=1024, gpu=0, mem=0", "DRAM chase, own GPU", False),
+    ("geometry", "L1 line size (capacity against stride)", "L1 line", False),
+    ("geometry", "L1 fill granularity (sector size)", "L1 sector (fill granularity)", False),
+    ("geometry", "TLB reach, lower bound (2 MB stride)", "TLB reach at 2 MB pages, at least", False),
+    ("geometry", "L2 bandwidth fall-off footprint", "footprint where L2 bandwidth falls off", False),
+    ("geometry", "L2 read bandwidth (L2-resident windows)", "L2 read bandwidth", False),
+    ("sync", "bar.sync cost per added warp", "__syncthreads cost per added warp", False),
+    ("sync", "bar_sync latency at warps=32", "__syncthreads at 32 warps", True),
+    ("sync", "fence_acq_rel_gpu latency", "fence.acq_rel.gpu", True),
+    ("sync", "fence_acq_rel_sys latency", "fence.acq_rel.sys", False),
+    ("sync", "grid.sync() at full occupancy", "grid.sync() at full occupancy", False),
+    ("sync", "red / atom add throughput, a word per thread", "red over atom, a word per thread", False),
+    ("control", "uniform branch, taken path: cycles it adds a step", "uniform branch, taken", False),
+    ("control", "divergence cost at depth 1", "divergent if/else, one level", False),
+    ("control", "i-cache level 0, 1 warp: largest footprint on it", "code that runs at full speed, 1 warp", False),
+    ("control", "direct call: cycles it adds to the callee's IMAD", "a direct call", False),
 )
 HEADLINES = tuple(f for f in FINDINGS if f[3])
 

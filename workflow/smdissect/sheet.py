@@ -84,8 +84,7 @@ def device(figures: pd.DataFrame) -> list[Fact]:
         Fact("GPU", gpu, "every row's provenance (CUDA device name)"),
         Fact("arch", arch, "every row's provenance (nvcc target)"),
         _figure_fact("SMs", attr["sm_count"], _whole, no_attr, f"{sheet}: {model.sms}" if model and model.sms else ""),
-        Fact("base clock", NOT_RECORDED, "the run asks NVML for no base (default applications) clock and archs "
-             "records none"),
+        Fact("base clock", NOT_RECORDED, _base_why(figures)),
         Fact("boost clock", f"{_whole(model.boost_mhz)} MHz", f"{sheet}: {model.name} (smdissect.archs)")
         if model and model.boost_mhz
         else Fact("boost clock", NOT_RECORDED, f"archs knows no boost clock of {gpu}"),
@@ -105,7 +104,8 @@ def device(figures: pd.DataFrame) -> list[Fact]:
                      f"{sheet}: {model.l2_mb:g} MB" if model and model.l2_mb else ""),
         _figure_fact("shared memory per SM", attr["smem_per_sm"], _binary, no_attr),
         Fact("L1 + shared memory per SM", NOT_RECORDED, _l1_why(figures)),
-        Fact("power limit", NOT_RECORDED, _power_why(figures)),
+        _figure_fact("power limit", _find(figures, "power", "enforced power limit"), lambda v: f"{_whole(v)} W",
+                     _power_why(figures), f"{sheet}: up to {_whole(model.tdp_w)} W" if model and model.tdp_w else ""),
         Fact("driver", str(first["driver"]), "every row's provenance (NVML)"),
         Fact("CUDA (driver API)", NOT_RECORDED, "the rows record the toolkit's version, not the CUDA version the "
              "driver supports"),
@@ -123,9 +123,16 @@ def _l1_why(figures: pd.DataFrame) -> str:
     return f"{why}; the pointer chase hits L1 up to {_binary(chase['value'] * 1024)} ({chase['status']})"
 
 
+def _base_why(figures: pd.DataFrame) -> str:
+    """Why the base clock is not recorded, and the clock NVML gives applications by default where the run read it."""
+    why = "NVML reports no base clock and archs records none"
+    default = _find(figures, "power", "default applications SM clock")
+    return f"{why}; NVML's default applications clock: {_whole(default['value'])} MHz" if default is not None else why
+
+
 def _power_why(figures: pd.DataFrame) -> str:
     """Why the power limit is not recorded, and the highest board power the run saw."""
-    why = "the run asks NVML for no power limit"
+    why = "the power category's clock_limits case did not run"
     power = figures[
         (figures["category"] == "power") & (figures["unit"] == "W") & figures["figure"].str.contains(" power at ")
     ]
