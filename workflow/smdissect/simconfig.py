@@ -113,7 +113,8 @@ OPTIONS: tuple[Option, ...] = (
         TRACE,
         "-trace_opcode_latency_initiation_spec_op_1",
         (),
-        lacks="no case measures a branch's latency (unit 1: BRA)",
+        lacks="the appendix has no branch field, and control/branch_uniform gives what a branch adds to a dependent "
+        "step, not the issue interval this option takes (unit 1: BRA)",
     ),
     Option(
         TRACE,
