@@ -29,8 +29,8 @@ def test_profile_sweeps_narrow_the_sweep_and_stay_within_the_ncu_budget() -> Non
 
 
 def test_every_point_fits_the_budget_of_the_run() -> None:
-    assert sum(len(c.points()) for c in CASES) < 260  # ~60 s of GPU time at under 0.2 s a point
-    assert {c.family for c in CASES} == {"tlb", "l1", "l2"}
+    assert sum(len(c.points()) for c in CASES) < 320  # ~60 s of GPU time at under 0.2 s a point
+    assert {c.family for c in CASES} == {"tlb", "l1", "l2", "caches", "stores"}
 
 
 @pytest.mark.parametrize("arch", BUILD_ARCHS)
@@ -45,6 +45,8 @@ def test_family_lists_its_cases_and_its_sass_holds(compiled: Compiled, arch: str
         ("l2", ["--case", "nope"], "unknown case 'nope'"),
         ("tlb", ["--case", "tlb_chase", "--param", "pages"], "--param wants k=v1,v2"),
         ("l1", ["--case", "l1_sector", "--param", "stride_b=eight"], "is not an integer"),
+        ("caches", ["--case", "const_divergent", "--param", "distinct=two"], "is not an integer"),
+        ("stores", ["--case", "reload_cg", "--then", "--case", "nope"], "unknown case 'nope'"),
     ],
 )
 def test_bad_arguments_fail_with_one_line(compiled: Compiled, family: str, args: list[str], says: str) -> None:
@@ -165,9 +167,41 @@ def map_frames() -> list[pd.DataFrame]:
     return out
 
 
+CONST_B = (256, 512, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152, 65536)
+NC_KB = (4, 16, 64, 128, 192, 224, 256, 320, 512, 8192)
+
+
+def const_latency(b: int) -> float:
+    """Made up: a 2 KB first constant cache (30 cycles), an 8 KB second (90), the L2 beyond (250)."""
+    return 30.0 if b <= 2048 else 90.0 if b <= 8192 else 250.0
+
+
+def cache_rows() -> list[tuple]:
+    """caches.cu and stores.cu as an H200 might show them (made up where no run exists yet): the constant caches'
+    steps, a divergent ld.const 4 cycles per address, the nc and texture paths leaving the L1 past 224 KB (as
+    l1_capacity at carveout 0), stores of which cg and na drop the line from the L1, prefetches that save latency."""
+    rows = [
+        ("const_footprint", {"footprint_b": b, "stride_b": 64}, "latency", noisy(const_latency(b))) for b in CONST_B
+    ]
+    rows += [("const_divergent", {"distinct": d}, "latency", noisy(30.0 + 4 * (d - 1))) for d in (1, 2, 4, 8, 16, 32)]
+    for case, hit in (("nc_footprint", 33.0), ("tex_footprint", 60.0)):
+        rows += [(case, {"footprint_kb": kb, "stride_b": 128}, "latency", noisy(hit if kb <= 248 else 280.0))
+                 for kb in NC_KB]  # fmt: skip
+    reload = {"none": 33.0, "wb": 34.0, "cg": 281.0, "cs": 35.0, "wt": 34.0, "na": 157.0}
+    rows += [(f"reload_{op}", {"footprint_kb": 4, "stride_b": 128}, "latency", noisy(v)) for op, v in reload.items()]
+    rows += [(f"roundtrip_{op}", {}, "latency", noisy(300.0)) for op in ("wb", "cg", "cs", "wt", "na")]
+    prefetch = {"none": (280.0, 700.0), "l2": (281.0, 300.0), "l1": (40.0, 320.0)}
+    for op, (l2, dram) in prefetch.items():
+        rows += [(f"prefetch_{op}", {"level": 2}, "latency", noisy(l2)), (f"prefetch_{op}", {"level": 3}, "latency",
+                 noisy(dram))]  # fmt: skip
+    rows += [(f"promote_{h}", {"footprint_mb": 512}, "bandwidth", noisy(900.0)) for h in ("none", "64", "128", "256")]
+    rows += [("cache_attributes", {}, "constant_memory", [65536.0] * 3)]
+    return rows + [("cache_attributes", {}, "l2_fetch_granularity", [64.0] * 3)]
+
+
 def real_shaped() -> pd.DataFrame:
     """A raw table like a geometry run on an H200."""
-    parts = [raw_frame(tlb_rows() + l1_rows() + l2_rows()), *sector_frames(), *map_frames()]
+    parts = [raw_frame(tlb_rows() + l1_rows() + l2_rows() + cache_rows()), *sector_frames(), *map_frames()]
     return pd.concat(parts, ignore_index=True)
 
 
@@ -311,9 +345,62 @@ def test_l2_address_map_places_consecutive_lines(run: dict[str, pd.DataFrame]) -
     assert row(run, "L2 lines placed as slot 0 places them (SM slot 8, SM 66)")["value"] == 0
 
 
+def test_constant_caches_levels_sizes_and_divergence(run: dict[str, pd.DataFrame]) -> None:
+    first, second = (row(run, f"ld.const level {k} capacity footprint") for k in (1, 2))
+    assert first["value"] == 2 and first["status"] == "unverified"  # no documented size brackets 2 KB
+    assert second["value"] == 8 and second["status"] == "verified"  # the guide's 8 KB working set
+    assert row(run, "ld.const level 1 latency")["value"] == pytest.approx(30, rel=0.01)
+    assert "ld.const level 3 capacity footprint" not in set(run["figures"]["figure"])  # the sweep ends on it
+    per = row(run, "divergent ld.const: cycles per further distinct address")
+    assert per["value"] == pytest.approx(4, rel=0.05) and per["status"] != "contradicted"
+    memory_size = row(run, "constant memory (cudaDevAttrTotalConstantMemory)")
+    assert memory_size["value"] == 65536 and memory_size["status"] == "verified"
+
+
+def test_read_only_and_texture_paths_end_with_the_l1(run: dict[str, pd.DataFrame]) -> None:
+    for reads in ("ld.global.nc", "tex1Dfetch"):
+        size = row(run, f"{reads} level 1 capacity footprint")
+        assert size["value"] == 224 and size["status"] == "verified", size["reason"]
+
+
+def test_a_texture_cache_apart_from_the_l1_is_contradicted() -> None:
+    raw = real_shaped()
+    tex = (raw["case"] == "tex_footprint") & raw["params"].str.contains('"footprint_kb":(?:128|192|224)[,}]')
+    raw.loc[tex, "value"] = 280.0  # the texture path leaves its first level past 64 KB, not with the L1 (224-256)
+    size = row(judged(raw), "tex1Dfetch level 1 capacity footprint")
+    assert size["value"] == 64 and size["status"] == "contradicted" and "same cache" in size["reason"]
+
+
+def test_store_operators_place_the_next_load_and_prefetch_saves(run: dict[str, pd.DataFrame]) -> None:
+    share = {op: row(run, f"L1 hit share of a load after st.global.{op} to its line")["value"] for op in ("wb", "cg")}
+    assert share["wb"] == pytest.approx(1, abs=0.02) and share["cg"] == pytest.approx(0, abs=0.02)
+    half = row(run, "L1 hit share of a load after st.global.L1::no_allocate to its line")
+    assert half["value"] == pytest.approx(0.5, abs=0.02)
+    saved = row(run, "latency saved by prefetch.global.L2 (DRAM chain)")
+    assert saved["value"] == pytest.approx(400, rel=0.02) and saved["unit"] == "cycle"
+    assert row(run, "latency saved by prefetch.global.L1 (L2-resident chain)")["value"] == pytest.approx(240, rel=0.03)
+
+
+def test_a_load_after_a_store_outside_both_levels_is_contradicted() -> None:
+    raw = real_shaped()
+    raw.loc[raw["case"] == "reload_wt", "value"] = 600.0  # slower than an L2 hit: not a question of the L1
+    fig = row(judged(raw), "L1 hit share of a load after st.global.wt to its line")
+    assert fig["status"] == "contradicted" and "between levels" in fig["reason"]
+
+
 def test_view_on_a_real_shaped_run(run: dict[str, pd.DataFrame]) -> None:
     html = dict(view.sections(run))
-    assert set(html) == {"TLB reach and miss penalty", "L1 sector, line, capacity and ways", "L2 geometry"}
+    assert set(html) == {
+        "TLB reach and miss penalty",
+        "L1 sector, line, capacity and ways",
+        "L2 geometry",
+        "Constant, read-only and texture caches",
+        "Store cache operators, prefetch and L2 sector promotion",
+    }
+    caches = html["Constant, read-only and texture caches"]
+    assert caches.count("<svg") == 1 and "ld.const level 2 capacity footprint" in caches
+    stores = html["Store cache operators, prefetch and L2 sector promotion"]
+    assert "L1 hit share of a load after st.global.cg" in stores and "latency saved by prefetch.global.L2" in stores
     tlb = html["TLB reach and miss penalty"]
     assert tlb.count("<svg") == 1 and "TLB miss step 1: reach" in tlb and "cannot be isolated" in tlb
     l1 = html["L1 sector, line, capacity and ways"]
@@ -389,3 +476,54 @@ def test_l2_window_is_faster_than_dram_and_persisting_restores_the_limit(compile
     assert on > off
     loads = next(r for r in records(binary, "l2_address_map", "sm_slot=0") if r["metric"] == "load_latency")
     assert len(loads["samples"]) == 3 * 512 and 100 < loads["value"] < 1000  # L2 hits of one SM, every one kept
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    ("family", "args", "says"),
+    [
+        ("caches", ["--case", "const_divergent", "--param", "distinct=33"], "distinct must be in 1..32"),
+        ("caches", ["--case", "const_footprint", "--param", "footprint_b=131072", "--param", "stride_b=64"],
+         "footprint_b must be"),
+        ("stores", ["--case", "prefetch_l2", "--param", "level=4"], "level must be 2"),
+        ("stores", ["--case", "promote_256", "--param", "footprint_mb=0"], "footprint_mb must be"),
+    ],
+)  # fmt: skip
+def test_bad_cache_parameters_fail_with_one_line(compiled: Compiled, family: str, args: list[str], says: str) -> None:
+    proc = subprocess.run([str(compiled("sm_90a", "geometry", family)), *args], capture_output=True, text=True)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode != 0 and len(lines) == 1 and says in lines[0], proc.stderr
+
+
+@pytest.mark.gpu
+def test_constant_read_only_and_texture_paths(compiled: Compiled) -> None:
+    binary = compiled("sm_90a", "geometry", "caches")
+    const = {r["params"]["footprint_b"]: r["value"] for r in records(binary, "const_footprint", "footprint_b=256",
+                                                                    "stride_b=64")}  # fmt: skip
+    assert 5 < const[256] < 300  # a constant-cache hit: the chain is 4 lines
+    one, every = (records(binary, "const_divergent", f"distinct={d}")[0]["value"] for d in (1, 32))
+    assert every > one + 31  # each further distinct address is at least one more request of the warp
+    for case in ("nc_footprint", "tex_footprint"):
+        near, far = (records(binary, case, f"footprint_kb={kb}", "stride_b=128")[0]["value"] for kb in (4, 8192))
+        assert far > 2 * near  # 4 KB stays in the SM's cache, 8 MB (past every L1) comes from the L2
+    sizes = {r["metric"]: r["value"] for r in records(binary, "cache_attributes")}
+    assert sizes["constant_memory"] == 65536 and sizes["l2_fetch_granularity"] in (0, 32, 64, 128)
+
+
+@pytest.mark.gpu
+def test_stores_prefetch_and_promotion_run_and_order(compiled: Compiled) -> None:
+    binary = compiled("sm_90a", "geometry", "stores")
+    hit = records(binary, "reload_none", "footprint_kb=4", "stride_b=128")[0]["value"]
+    assert 15 < hit < 60  # the 4 KB chain is held by the L1
+    for op in ("wb", "cg", "cs", "wt", "na"):
+        # the load after the store waits for the stored word, and is no cheaper than a load alone
+        assert records(binary, f"roundtrip_{op}")[0]["value"] > hit
+        assert records(binary, f"reload_{op}", "footprint_kb=4", "stride_b=128")[0]["value"] > 0.9 * hit
+    plain = {r["params"]["level"]: r["value"] for r in records(binary, "prefetch_none", "level=2,3")}
+    assert plain[3] > plain[2] > 2 * hit  # the cold chain's loads reach DRAM, the warm one's the L2
+    for op in ("l2", "l1"):
+        with_it = {r["params"]["level"]: r["value"] for r in records(binary, f"prefetch_{op}", "level=2,3")}
+        assert all(with_it[k] < 1.1 * plain[k] for k in (2, 3))  # a prefetch costs an issue slot, not a load's wait
+    for hint in ("none", "64", "128", "256"):
+        rec = records(binary, f"promote_{hint}", "footprint_mb=512")[0]  # every launch's word sum checked inside
+        assert rec["value"] > 0 and rec["expect"]["dram__bytes_read.sum"] >= 32 * rec["iterations"]

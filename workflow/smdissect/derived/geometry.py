@@ -12,10 +12,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from .. import archs, catalog, latency_modes, stats
+from .. import archs, catalog, latency_modes
 from ..figure_model import REFERENCE, Check, Figure
 from ..tables import canonical_params, kb_text, parse_params
-from . import memory
+from . import geometry_caches, memory
+from .curves import axis_values, curve, level_figure, levels, with_checks
 from .samples import keep, make, run_of, samples
 
 TLB_CASES = ("tlb_chase", "tlb_chase_wide", "tlb_chase_huge")  # strides 2 MB, 32 MB, 1 GB
@@ -48,50 +49,6 @@ def methods() -> dict[str, str]:
         return {c.id: c.method for c in catalog.load(catalog.KERNELS, "geometry")}
     except Exception:  # any manifest problem: the figures come without their method
         return {}
-
-
-def curve(raw: pd.DataFrame, case: str, metric: str, axis: str, **fixed: float) -> pd.DataFrame:
-    """One case's median per point along `axis` (other axes at `fixed`): params, the axis and value, in axis order."""
-    rows = raw[(raw["case"] == case) & (raw["metric"] == metric)]
-    if rows.empty:
-        return pd.DataFrame(columns=["params", axis, "value"])
-    out = stats.summary(rows, ["params"], sort=False)[["params", "value"]]
-    for key in (axis, *fixed):
-        out[key] = out["params"].map(lambda p, k=key: float(parse_params(p).get(k, math.nan)))
-    for key, want in fixed.items():
-        out = out[out[key] == want]
-    return out.sort_values(axis, ignore_index=True)
-
-
-def axis_values(raw: pd.DataFrame, case: str, metric: str, axis: str) -> list[float]:
-    """The distinct values of one axis of a case's points, in order."""
-    rows = raw[(raw["case"] == case) & (raw["metric"] == metric)]
-    return sorted({float(parse_params(p).get(axis, math.nan)) for p in rows["params"].unique()})
-
-
-def levels(pts: pd.DataFrame) -> list[tuple[int, int]]:
-    """memory's levels of a curve (index ranges of its runs)."""
-    return memory.runs(pts["value"].tolist())
-
-
-def level_figure(
-    raw: pd.DataFrame, case: str, metric: str, pts: pd.DataFrame, span: tuple[int, int], name: str, how: str, unit: str
-) -> Figure | None:
-    """A level's value: the median of its points' medians, its spread the range of all their samples."""
-    i, j = span
-    params = pts["params"].iloc[i : j + 1].tolist()
-    parts = [samples(raw, case, metric, p) for p in params]
-    fig = make(case, metric, unit, name, lambda *m: float(np.median(m)), parts, how, params)
-    if fig is not None:
-        fig.spread = float(np.ptp(np.concatenate(parts)))
-    return fig
-
-
-def with_checks(checks: list[Check], fig: Figure | None) -> Figure | None:
-    """`fig` carrying checks its deriver made."""
-    if fig is not None:
-        fig.checks = [*checks, *fig.checks]
-    return fig
 
 
 def version(raw: pd.DataFrame) -> int:
@@ -874,4 +831,5 @@ def figures(frames: dict[str, pd.DataFrame], generic: list[Figure]) -> list[Figu
     raw = frames.get("raw")
     if raw is None or raw.empty:
         return []
-    return [f for part in (tlb, sector, capacity, ways, l2, address_map) for f in part(raw, methods())]
+    parts = (tlb, sector, capacity, ways, l2, address_map, geometry_caches.figures)
+    return [f for part in parts for f in part(raw, methods())]

@@ -1,5 +1,6 @@
 """Report view of the geometry category: the TLB staircase (latency against pages touched), the L1's bytes per cold
-miss against stride and its capacity curves per carveout, and the L2's bandwidth against footprint. Every number is
+miss against stride and its capacity curves per carveout, the L2's bandwidth against footprint, the constant, read-only
+and texture paths' chases against footprint, and the store, prefetch and sector-promotion operators. Every number is
 a row of the figures table (smdissect.derived.geometry derives levels, reaches, sizes and ratios); the charts draw
 the samples."""
 
@@ -12,6 +13,10 @@ from smdissect import charts, evidence, markup
 TLB = ("tlb_chase", "tlb_chase_wide", "tlb_chase_huge")
 L1 = ("l1_sector", "l1_capacity", "l1_line", "l1_ways")
 L2 = ("l2_bandwidth", "l2_camping", "l2_persist", "l2_address_map", "device_geometry")
+CACHES = ("const_footprint", "const_divergent", "nc_footprint", "tex_footprint", "cache_attributes")
+READS = {"const_footprint": "ld.const", "nc_footprint": "ld.global.nc", "tex_footprint": "tex1Dfetch"}
+STORES = tuple(f"{kind}_{op}" for kind in ("reload", "roundtrip") for op in ("none", "wb", "cg", "cs", "wt", "na"))
+PREFETCH = ("prefetch_none", "prefetch_l2", "prefetch_l1", "promote_none", "promote_64", "promote_128", "promote_256")
 
 
 def _table(frames: dict[str, pd.DataFrame], cases: tuple[str, ...]) -> str:
@@ -173,10 +178,62 @@ def _address_map(frames: dict[str, pd.DataFrame]) -> str:
     )
 
 
+def _caches(frames: dict[str, pd.DataFrame]) -> str:
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
+
+    raw = frames.get("raw")
+    parts = [
+        evidence.points(raw, ["const_footprint"], "latency", ["footprint_b"]).rename(columns={"footprint_b": "bytes"}),
+        evidence.points(raw, ["nc_footprint", "tex_footprint"], "latency", ["footprint_kb"]),
+    ]
+    parts[1]["bytes"] = parts[1]["footprint_kb"] * 1024
+    found = [p for p in parts if not p.empty]
+    if not found:
+        return markup.empty("no constant, read-only or texture measurements")
+    data = pd.concat(found, ignore_index=True)
+    data["path"] = data["case"].map(READS)
+    chart = (
+        alt.Chart(data)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("bytes:Q", scale=alt.Scale(type="log", base=2), title="footprint (B, log 2)"),
+            y=alt.Y("value:Q", scale=alt.Scale(type="log", base=2), title="latency (cycle per load, log 2)"),
+            color=alt.Color("path:N", title="load"),
+        )
+        .properties(width=600, height=280)
+    )
+    described = (
+        "Warmed one-thread chase latency against footprint (both log 2) for ld.const (stride 64 B, up to the 64 KB of "
+        "constant memory), ld.global.nc and tex1Dfetch (stride 128 B): each step up is a cache of that path running "
+        "out, its size bracketed by the footprints either side."
+    )
+    note = markup.empty(
+        "const_divergent: one warp's ld.const with 1 to 32 distinct addresses among its lanes (served once per "
+        "address); cache_attributes: the device's constant memory and L2 fetch granularity limit"
+    )
+    return charts.svg(chart, described, "Constant, read-only and texture chase") + note + _table(frames, CACHES)
+
+
+def _stores(frames: dict[str, pd.DataFrame]) -> str:
+    found = evidence.figures_of(frames, cases=STORES + PREFETCH)
+    if found.empty:
+        return markup.empty("no store, prefetch or sector-promotion measurements")
+    note = markup.empty(
+        "reload_<op>: a 4 KB L1-resident chase storing to each line it reads with st.global.<op>; its L1 hit share "
+        "places the next load of the line between an L1 hit (reload_none) and an L2 hit (prefetch_none, L2-resident "
+        "chain). roundtrip_<op>: a store then a dependent load of the same word. prefetch_<op>: cycles per load with "
+        "a prefetch 16 lines ahead. promote_<hint>: the DRAM bytes per load are the counter claims of cross-validation"
+    )
+    return note + evidence.figure_table(found)
+
+
 def sections(frames: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:
-    """The TLB staircase, the L1's geometry and the L2's, each with its figures."""
+    """The TLB staircase, the L1's geometry and the L2's, the other caches and the store and prefetch operators, each
+    with its figures."""
     return [
         ("TLB reach and miss penalty", _tlb(frames)),
         ("L1 sector, line, capacity and ways", _l1(frames)),
         ("L2 geometry", _l2(frames)),
+        ("Constant, read-only and texture caches", _caches(frames)),
+        ("Store cache operators, prefetch and L2 sector promotion", _stores(frames)),
     ]
