@@ -5,10 +5,12 @@ report view that renders them, and (on a GPU) the patching experiment end to end
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import ARCHS, FLAGS, ROOT, raw_frame
@@ -25,7 +27,8 @@ FAMILIES = sorted(catalog.families(CASES))
 def test_manifest_covers_the_issue() -> None:
     ids = {c.id for c in CASES}
     assert {"subcore_ffma", "warps_ffma", "max_resident", "scoreboard_depth", "setmaxnreg"} <= ids
-    assert {"stall_patch", "yield_patch"} <= ids
+    assert {"stall_patch", "yield_patch", "reuse_patch", "reg_occupancy"} <= ids
+    assert catalog.family_settings(KERNELS, "scheduler", "regfile")["profile"] is False
     assert catalog.family_settings(KERNELS, "scheduler", "patched")["profile"] is False
     assert all(c.kind == "timed" for c in CASES)
 
@@ -85,17 +88,29 @@ UNITS = {
     "lost_steps": "step",
     "cycles_per_ffma": "cycle",
     "latency": "cycle",
+    "api_warps": "warp",
+    "registers": "reg/thread",
 }
+# reg_occupancy on sm_90a: live values -> ptxas's registers a thread (cuobjdump -res-usage of regfile.cu)
+REGS_SM90 = {8: 30, 24: 36, 32: 41, 40: 49, 48: 57, 56: 65, 64: 73, 72: 80, 80: 89, 96: 113, 112: 122, 128: 137}
+
 WOBBLE = (0.0, 0.001, -0.001, 0.002, -0.002, 0.0, 0.0005, -0.0005, 0.0)  # relative, one per repeat (nine)
 
 
-def _raw(scoreboard_step: bool = True) -> pd.DataFrame:
+def h200_warps(regs: int, granule: int = 256) -> int:
+    """Warps an H200 SM holds at `regs` registers a thread: 64K registers in 4 partitions, a warp's rounded up to
+    `granule`, at most 64 warps."""
+    return min(64, int(scheduler_figures.predicted_warps(regs, np.array([65536]), granule, 4)[0]))
+
+
+def _raw(scoreboard_step: bool = True, granule: int = 256) -> pd.DataFrame:
     """Raw rows shaped like the run stage's (nine samples per point, each metric in its binary's unit), with values
     as a sub-core-bound H200 gives them."""
     rows: dict[str, list] = {}
 
     def add(case: str, params: dict[str, int], metric: str, value: float, exact: bool = False) -> None:
-        unit = "warp_inst/cycle/SM" if case.startswith("warps_") and metric == "throughput" else UNITS[metric]
+        timed = case.startswith(("warps_", "reuse_")) and metric == "throughput"
+        unit = "warp_inst/cycle/SM" if timed else UNITS[metric]
         samples = [value] * len(WOBBLE) if exact else [value * (1 + w) for w in WOBBLE]
         rows.setdefault(unit, []).append((case, params, metric, samples))
 
@@ -136,6 +151,14 @@ def _raw(scoreboard_step: bool = True) -> pd.DataFrame:
         for f in (0, 1):
             add("yield_patch", {"flipped": f, "warps": w}, "cycles_per_iteration", 528 * (1.5 if f and w == 8 else 1))
             add("yield_patch", {"flipped": f, "warps": w}, "wrong_results", 0, exact=True)
+    for live, regs in REGS_SM90.items():
+        add("reg_occupancy", {"live": live}, "resident_warps", h200_warps(regs, granule), exact=True)
+        add("reg_occupancy", {"live": live}, "api_warps", h200_warps(regs), exact=True)
+        add("reg_occupancy", {"live": live}, "registers", regs, exact=True)
+    for w in (4, 16, 32):
+        for c in (0, 1):
+            add("reuse_patch", {"warps": w, "cleared": c}, "throughput", min(3.9, 0.25 * w) * (0.5 if c else 1))
+            add("reuse_patch", {"warps": w, "cleared": c}, "wrong_results", 0, exact=True)
     return pd.concat(
         [raw_frame(r, unit=u, arch="sm_90a", category="scheduler") for u, r in rows.items()], ignore_index=True
     )
@@ -200,7 +223,7 @@ def test_warp_scaling_gives_the_warps_to_saturate_and_the_residency_limits() -> 
     assert ceiling.verdict == "disagree" and ceiling.explained and judge(peak.checks)[0] != "contradicted"
     assert figs["max_resident peak max_resident_warps"].value == 64
     assert figs["max_resident peak max_resident_ctas"].value == 32
-    assert not any("resident_warps at" in n for n in figs)
+    assert not any("resident_warps at" in n for n in figs if n.startswith("warps_"))
     assert scheduler_figures.saturation_warps({1: 0.1, 2: 0.2, 4: 0.4}) == 4  # still rising: the last point
 
 
@@ -245,7 +268,10 @@ def test_view_renders_every_section_from_the_figures() -> None:
         "sass": pd.DataFrame({"case": ["stall_patch"], "kernel": ["ffma_chain"]}),
     }
     out = dict(scheduler.sections(frames))
-    assert len(out) == 6
+    assert len(out) == 7
+    regfile = out["Register file: occupancy and operand reuse"]
+    assert regfile.count("<svg") == 2 and "reg_occupancy registers per SM" in regfile and "65,536" in regfile
+    assert "reuse_patch cleared reuse at warps=32" in regfile
     assert all("<svg" in out[t] for t in ("Sub-core binding (warpid % 4)", "Scoreboard depth", "Binary patching"))
     assert "subcore_ffma same-sub-partition slowdown" in out["Sub-core binding (warpid % 4)"]
     assert "warps_ffma warps to saturate" in out["Latency hiding: throughput vs resident warps"]
@@ -285,7 +311,7 @@ def test_control_code_figures_where_the_figures_stage_has_the_table() -> None:
 @pytest.mark.parametrize("frames", [{}, {"raw": pd.DataFrame()}, {"raw": _raw().head(0), "controlcodes": _codes()}])
 def test_view_without_data_says_so(frames: dict[str, pd.DataFrame]) -> None:
     out = scheduler.sections(frames)
-    assert len(out) == 6 and all(html for _, html in out)
+    assert len(out) == 7 and all(html for _, html in out)
 
 
 @pytest.mark.gpu
@@ -305,3 +331,111 @@ def test_patched_run_counts_wrong_results(compiled: Callable[[str, str, str], Pa
     }
     assert recs[(4, "wrong_results")] == 0
     assert recs[(1, "wrong_results")] > 0
+
+
+def test_register_file_fit_gives_the_documented_file() -> None:
+    """H200-shaped occupancy: one fit, 64K registers in 4 partitions, 256 a warp, each documented value agreeing."""
+    figs = {f.name: f for f in _figures(_raw())}
+    for name, value in (("registers per SM", 65536), ("register allocation unit per warp", 256)):
+        fig = figs[f"reg_occupancy {name}"]
+        assert fig.value == value and judge(fig.checks)[0] == "verified", fig.checks
+    assert figs["reg_occupancy register-file partitions"].value == 4
+    each = figs["reg_occupancy resident_warps at live=64"]
+    assert each.value == 24 and judge(each.checks)[0] == "verified"  # the occupancy API agrees
+    assert [c.verdict for c in each.checks if c.name == "same work"] == ["agree"]
+
+
+def test_register_file_fit_contradicts_a_finer_allocation() -> None:
+    """Warps as if registers were allocated one a thread: the API disagrees at each point it rounds, and no fit holds
+    the documented 256-register unit."""
+    figs = {f.name: f for f in _figures(_raw(granule=32))}
+    unit = figs["reg_occupancy register allocation unit per warp"]
+    assert unit.value < 256 and judge(unit.checks)[0] == "contradicted"
+    assert judge(figs["reg_occupancy resident_warps at live=24"].checks)[0] == "contradicted"  # 36 regs: 56 vs 48
+
+
+def test_register_fits_need_two_points_and_say_when_none_fits() -> None:
+    assert scheduler_figures.regfile_figures(_raw().head(0), []) == []
+    assert scheduler_figures.register_fits([(30, 64.0), (41, 64.0), (137, 12.0), (36, 60.0)]) == []
+
+
+def test_reuse_figures() -> None:
+    figs = {f.name: f for f in _figures(_raw())}
+    assert figs["reuse_patch cleared reuse at warps=32"].value == pytest.approx(0.5, rel=1e-2)
+    assert figs["reuse_patch wrong results"].value == 0
+
+
+def _ffma_operands(cubin: Path) -> list[tuple[int, ...]]:
+    """(d, a, b, c) register numbers of every FFMA of ffma_operands in a cubin."""
+    text = subprocess.run([sass.cuobjdump(), "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
+    body = text.split("Function : ffma_operands")[1].split("Function :")[0]
+    ffma = re.compile(r"FFMA R(\d+), R(\d+)(?:\.reuse)?, R(\d+)(?:\.reuse)?, R(\d+)(?:\.reuse)?")
+    return [tuple(int(r) for r in m.groups()) for m in ffma.finditer(body)]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_reuse_patch_clears_only_the_reuse_flags(tmp_path: Path, arch: str) -> None:
+    """The cleared cubin differs from the compiler's only in the .reuse flags of ffma_operands' FFMAs, which read one
+    shared a and b from the two banks (register number mod 2): each FFMA's x, a third register, shares one's bank."""
+    controlcodes.prepare(
+        KERNELS / "scheduler" / "patch_targets.cu", tmp_path / "patched", arch, "nvcc", KERNELS / "common", FLAGS
+    )
+    out = tmp_path / "patched.cubins"
+    original, cleared = (
+        (out / controlcodes.ORIGINAL).read_bytes(),
+        (out / "patched" / controlcodes.REUSE_CLEARED).read_bytes(),
+    )
+    before, after = controlcodes.decode(original), controlcodes.decode(cleared)
+    ffma = (before["kernel"] == "ffma_operands") & (before["opcode"] == "FFMA")
+    assert ffma.sum() >= 128 and (before.loc[ffma, "reuse"] > 0).mean() > 0.9
+    assert (after.loc[ffma, "reuse"] == 0).all()
+    others = [c for c in controlcodes.COLUMNS if c != "reuse"]
+    assert before[others].equals(after[others]) and before.loc[~ffma].equals(after.loc[~ffma])
+    ops = _ffma_operands(out / controlcodes.ORIGINAL)
+    shared = {(a, c) for _, a, _, c in ops}
+    assert len(shared) == 1, shared  # one a, one b for every FFMA
+    ((a, b),) = shared
+    assert a % 2 != b % 2 and all(x not in (a, b) for _, _, x, _ in ops)
+
+
+@pytest.mark.gpu
+def test_register_file_occupancy_on_the_gpu(compiled: Callable[[str, str, str], Path]) -> None:
+    """On a GPU (sm_90: 64 warps, 64K registers an SM): the warps resident hold at most the SM's registers, fill them
+    to within one warp a partition where registers bind, and fill every warp slot at 8 live values."""
+    binary = compiled(ARCHS[0], "scheduler", "regfile")
+    proc = subprocess.run(
+        [str(binary), "--case", "reg_occupancy", "--param", "live=8,64,192", "--repeats", "3"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    recs = [json.loads(x) for x in proc.stdout.splitlines()]
+    got = {(r["params"]["live"], r["metric"]): r["value"] for r in recs}
+    held = {live: 32 * (-(-got[(live, "registers")] // 8) * 8) for live in (8, 64, 192)}  # registers a warp
+    assert got[(8, "resident_warps")] == 64
+    for live in (64, 192):
+        warps = got[(live, "resident_warps")]
+        assert got[(live, "registers")] >= live
+        assert warps * held[live] <= 65536 < (warps + 4) * held[live], (live, warps, held[live])
+    assert got[(192, "resident_warps")] < got[(64, "resident_warps")]
+
+
+@pytest.mark.gpu
+def test_cleared_reuse_keeps_results_and_costs_throughput(compiled: Callable[[str, str, str], Path]) -> None:
+    """On a GPU: clearing the .reuse flags changes no result and never speeds the FFMAs up."""
+    binary = compiled(ARCHS[0], "scheduler", "patched")
+    controlcodes.prepare(
+        KERNELS / "scheduler" / "patch_targets.cu", binary, ARCHS[0], "nvcc", KERNELS / "common", FLAGS
+    )
+    proc = subprocess.run(
+        [str(binary), "--case", "reuse_patch", "--param", "warps=32", "--param", "cleared=0,1", "--repeats", "3"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    got = {
+        (json.loads(x)["params"]["cleared"], json.loads(x)["metric"]): json.loads(x)["value"]
+        for x in proc.stdout.splitlines()
+    }
+    assert got[(0, "wrong_results")] == 0 and got[(1, "wrong_results")] == 0
+    assert got[(1, "throughput")] <= got[(0, "throughput")] * 1.02

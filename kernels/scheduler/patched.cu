@@ -3,6 +3,8 @@
 // carry another stall count or an inverted yield flag. Loaded through the driver API, whose entry
 // points come from the runtime (no libcuda at link time). A stall count below the FFMA latency lets
 // a step read a stale x: the results, checked against the exact tid + steps, count the damage.
+// reuse_patch runs ffma_operands (8 chains sharing a and b) with and without its FFMAs' .reuse flags:
+// without them every FFMA reads all three sources from the register file, bank conflicts included.
 #include <cuda.h>
 
 #include <cstdio>
@@ -15,6 +17,7 @@ namespace {
 constexpr int kIters = 64;  // x patch::kDepth = 8192 steps: every partial sum is exact in float
 constexpr int kStallWarps = 4;
 std::string cubin_dir;  // argv[0] + ".cubins", set by main
+constexpr const char* kReuseCleared = "patched/reuse.patched.cubin";  // controlcodes.REUSE_CLEARED
 
 struct Driver {
   decltype(&cuModuleLoad) load;
@@ -53,12 +56,12 @@ void check(CUresult r, const std::string& what) {
 struct Module {
   CUmodule mod = nullptr;
   CUfunction fn = nullptr;
-  explicit Module(const std::string& name) {
+  explicit Module(const std::string& name, const char* kernel = "ffma_chain") {
     const std::string path = cubin_dir + "/" + name;
     if (FILE* f = std::fopen(path.c_str(), "rb")) std::fclose(f);
     else smd::fail(path + " missing: the build stage must run smdissect.controlcodes.prepare for this family");
     check(driver().load(&mod, path.c_str()), "cuModuleLoad " + path);
-    check(driver().function(&fn, mod, "ffma_chain"), "cuModuleGetFunction ffma_chain in " + path);
+    check(driver().function(&fn, mod, kernel), std::string("cuModuleGetFunction ") + kernel + " in " + path);
   }
   Module(const Module&) = delete;
   ~Module() { driver().unload(mod); }
@@ -129,11 +132,51 @@ void yield_patch(const std::string& id, const std::map<std::string, long>& point
   smd::emit(rec);
 }
 
+// ffma_operands over `warps` warps of one CTA: its span, and the chains that missed tid * kChains + i + steps.
+Outcome run_operands(const Module& m, int warps) {
+  const int threads = warps * 32;
+  sched::Buffer<float> in(2), out(size_t(threads) * patch::kChains);
+  sched::Buffer<smd::Stamp> stamps(warps);
+  in.upload({1.0f, 1.0f});
+  int iters = kIters;
+  void* args[] = {&in.ptr, &out.ptr, &stamps.ptr, &iters};
+  check(driver().launch(m.fn, 1, 1, 1, threads, 1, 1, 0, nullptr, args, nullptr), "cuLaunchKernel ffma_operands");
+  SMD_CHECK(cudaDeviceSynchronize());
+  const auto x = out.host();
+  Outcome o{smd::span(stamps.host()), 0, 0};
+  const double steps = double(patch::kDepth / patch::kChains) * kIters;
+  for (size_t j = 0; j < x.size(); ++j) {
+    o.wrong += x[j] != double(j) + steps;
+    o.lost_steps += (double(j) + steps - x[j]) / double(x.size());
+  }
+  return o;
+}
+
+void reuse_patch(const std::string& id, const std::map<std::string, long>& point, int repeats) {
+  const long warps = smd::param(point, "warps"), cleared = smd::param(point, "cleared");
+  if (warps < 1 || warps > 32) smd::fail("warps=" + std::to_string(warps) + " out of range 1..32", 2);
+  Module m(cleared ? kReuseCleared : "original.cubin", "ffma_operands");
+  run_operands(m, int(warps));  // untimed: module load, icache
+  std::vector<double> thr, wrong, mhz;
+  for (int r = 0; r < repeats; ++r) {
+    const Outcome o = run_operands(m, int(warps));
+    thr.push_back(double(warps) * patch::kDepth * kIters / o.span.cycles);
+    wrong.push_back(o.wrong), mhz.push_back(o.span.mhz);
+  }
+  smd::Record rec{id, point, "throughput", "warp_inst/cycle/SM", thr, 0, kIters, smd::median(mhz), -1};
+  smd::emit(rec);
+  rec.metric = "wrong_results", rec.unit = "chain", rec.samples = wrong;
+  smd::emit(rec);
+}
+
 std::vector<smd::KernelInfo> target() { return {{{}, "", patch::kDepth, kIters, "ffma_chain"}}; }
+std::vector<smd::KernelInfo> operands() { return {{{}, "", patch::kDepth, kIters, "ffma_operands"}}; }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   cubin_dir = std::string(argv[0]) + ".cubins";
-  return smd::family_main(argc, argv, {{"stall_patch", target, stall_patch}, {"yield_patch", target, yield_patch}});
+  return smd::family_main(argc, argv, {{"stall_patch", target, stall_patch},
+                                           {"yield_patch", target, yield_patch},
+                                           {"reuse_patch", operands, reuse_patch}});
 }

@@ -1,5 +1,5 @@
-// Shared pieces of the scheduler families: the pipe operations they time, device buffers, and the
-// per-warp stamp (clocks, SM, %warpid) that a launch's host side analyses.
+// Shared pieces of the scheduler families: the pipe operations they time, device buffers, the
+// per-warp stamp (clocks, SM, %warpid) that a launch's host side analyses and the warps an SM held at once.
 #pragma once
 #include <vector>
 
@@ -50,6 +50,36 @@ struct WarpStamp {
   smd::Stamp s;
   unsigned warpid;
 };
+
+// Most intervals open at once: sweep over starts (+1) and ends (-1), ends first on ties.
+inline int max_overlap(std::vector<std::pair<long long, int>> events) {
+  std::sort(events.begin(), events.end());
+  int open = 0, most = 0;
+  for (const auto& e : events) most = std::max(most, open += e.second);
+  return most;
+}
+
+// Each SM's warp stamps.
+inline std::map<unsigned, std::vector<smd::Stamp>> by_sm(const std::vector<WarpStamp>& st) {
+  std::map<unsigned, std::vector<smd::Stamp>> out;
+  for (const auto& w : st) out[w.s.smid].push_back(w.s);
+  return out;
+}
+
+// The most of these warps (of one SM) whose timed regions overlap: the warps it held at once.
+inline int resident(const std::vector<smd::Stamp>& warps) {
+  std::vector<std::pair<long long, int>> events;
+  for (const auto& s : warps) events.push_back({s.c0, 1}), events.push_back({s.c1, -1});
+  return max_overlap(events);
+}
+
+// One attribute of the current device.
+inline int attribute(cudaDeviceAttr what) {
+  int dev = 0, v = 0;
+  SMD_CHECK(cudaGetDevice(&dev));
+  SMD_CHECK(cudaDeviceGetAttribute(&v, what, dev));
+  return v;
+}
 
 // A device array that frees itself; `host()` copies it back.
 template <class T>

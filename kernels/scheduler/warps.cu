@@ -2,8 +2,6 @@
 // an SM (1 .. the SM's maximum), one chain per warp. Every SM gets the same CTAs; per SM, resident
 // warps are the most timed regions (clock64) that overlap, and throughput is its instructions over
 // its span. max_resident counts co-resident warps of spinning CTAs: the SM's limit, measured.
-#include <algorithm>
-
 #include "sched.cuh"
 
 namespace {
@@ -16,32 +14,10 @@ struct PerSm {
   double resident, throughput;
 };
 
-// Most intervals open at once: sweep over starts (+1) and ends (-1), ends first on ties.
-int max_overlap(std::vector<std::pair<long long, int>> events) {
-  std::sort(events.begin(), events.end());
-  int open = 0, most = 0;
-  for (const auto& e : events) most = std::max(most, open += e.second);
-  return most;
-}
+using sched::attribute;
+using sched::by_sm;
+using sched::resident;
 
-std::map<unsigned, std::vector<smd::Stamp>> by_sm(const std::vector<sched::WarpStamp>& st) {
-  std::map<unsigned, std::vector<smd::Stamp>> out;
-  for (const auto& w : st) out[w.s.smid].push_back(w.s);
-  return out;
-}
-
-int resident(const std::vector<smd::Stamp>& warps) {
-  std::vector<std::pair<long long, int>> events;
-  for (const auto& s : warps) events.push_back({s.c0, 1}), events.push_back({s.c1, -1});
-  return max_overlap(events);
-}
-
-int attribute(cudaDeviceAttr what) {
-  int dev = 0, v = 0;
-  SMD_CHECK(cudaGetDevice(&dev));
-  SMD_CHECK(cudaDeviceGetAttribute(&v, what, dev));
-  return v;
-}
 int sm_count() { return attribute(cudaDevAttrMultiProcessorCount); }
 // Warps an SM holds at most: 64 on an H200, 48 on sm_120.
 int max_warps_per_sm() { return attribute(cudaDevAttrMaxThreadsPerMultiProcessor) / 32; }

@@ -43,6 +43,8 @@ PATCHED_DIR = "patched"
 PATCH_KERNEL = "ffma_chain"
 PATCH_OPCODE = "FFMA"
 PATCH_STALLS = range(1, 16)
+REUSE_KERNEL = "ffma_operands"  # its FFMAs read the same a and b: ptxas marks them .reuse
+REUSE_CLEARED = "reuse.patched.cubin"
 
 
 @dataclass(frozen=True)
@@ -216,8 +218,9 @@ def prepare(source: Path, binary: Path, arch: str, nvcc: str, include: Path, fla
     """Compile the patch targets (`source`) to a cubin beside `binary` and write its patched variants.
 
     `<binary>.cubins/original.cubin` is the compiler's output; `<binary>.cubins/patched/` holds
-    `stall_<k>.patched.cubin` (every chain FFMA's stall count set to k) and `yield.patched.cubin`
-    (every chain FFMA's yield flag inverted), named so they are never taken for the original.
+    `stall_<k>.patched.cubin` (every chain FFMA's stall count set to k), `yield.patched.cubin`
+    (every chain FFMA's yield flag inverted) and `reuse.patched.cubin` (every FFMA of REUSE_KERNEL without its
+    .reuse flags), named so they are never taken for the original.
     """
     out = Path(str(binary) + CUBIN_DIR)
     compute = arch.replace("sm_", "compute_")
@@ -241,3 +244,14 @@ def prepare(source: Path, binary: Path, arch: str, nvcc: str, include: Path, fla
         current = dict(controls(flipped, PATCH_KERNEL))[offset]
         flipped = patch(flipped, PATCH_KERNEL, offset, "yield_", 1 - current.yield_)
     (out / PATCHED_DIR / "yield.patched.cubin").write_bytes(flipped)
+    (out / PATCHED_DIR / REUSE_CLEARED).write_bytes(clear_reuse(original, REUSE_KERNEL, PATCH_OPCODE))
+
+
+def clear_reuse(cubin: bytes, kernel: str, opcode: str) -> bytes:
+    """A copy of `cubin` whose `opcode` instructions in `kernel` carry no .reuse flag (the operands are read from the
+    register file again: same results, only the operand reads change)."""
+    names = disassemble(cubin).get(kernel, {})
+    marked = [o for o, c in controls(cubin, kernel) if c.reuse and sass.matches(names.get(o, ""), opcode)]
+    if not marked:
+        raise SmdissectError(f"{kernel} has no {opcode} with a .reuse flag to clear")
+    return patch_all(cubin, kernel, marked, "reuse", 0)

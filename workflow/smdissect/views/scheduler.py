@@ -1,6 +1,6 @@
 """Report view of the scheduler category: sub-core binding, warp scaling, scoreboard depth, control codes,
-binary-patching outcomes and setmaxnreg cost. Every number is a row of the figures table (the derived ones from
-smdissect.derived.scheduler), shown with its status; the charts draw the raw samples."""
+binary-patching outcomes, setmaxnreg cost and the register file. Every number is a row of the figures table (the
+derived ones from smdissect.derived.scheduler), shown with its status; the charts draw the raw samples."""
 
 from __future__ import annotations
 
@@ -64,7 +64,8 @@ def _warps(frames: dict[str, pd.DataFrame]) -> str:
     import altair as alt  # the pages' machine has it; a GPU machine making tables may not
 
     raw = frames.get("raw")
-    cases = list(catalog.ids("scheduler", measure="resident_warps"))
+    timed = set(catalog.ids("scheduler", measure="throughput"))
+    cases = [c for c in catalog.ids("scheduler", measure="resident_warps") if c in timed]
     thr = evidence.points(raw, cases, "throughput", ["warps"])
     if thr.empty:
         return markup.empty("no warp-scaling measurements")
@@ -189,6 +190,85 @@ def _patching(frames: dict[str, pd.DataFrame]) -> str:
     return "".join(parts) or markup.empty("no patching measurements")
 
 
+def _occupancy_chart(raw: pd.DataFrame) -> str:
+    """Warps resident per SM (measured, and the occupancy API's model) against ptxas's registers a thread."""
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
+
+    regs = evidence.points(raw, ["reg_occupancy"], "registers", ["live"])[["params", "value"]]
+    series = []
+    for metric, label in (("resident_warps", "measured"), ("api_warps", "occupancy API")):
+        pts = evidence.points(raw, ["reg_occupancy"], metric, ["live"])[["params", "value"]]
+        series.append(pts.merge(regs.rename(columns={"value": "registers"}), on="params").assign(source=label))
+    data = pd.concat(series, ignore_index=True)
+    if data.empty:
+        return ""
+    chart = (
+        alt.Chart(data[["registers", "value", "source"]])
+        .mark_line(point=True, interpolate="step-after")
+        .encode(
+            x=alt.X("registers:Q", title="registers a thread (ptxas)"),
+            y=alt.Y("value:Q", title="warps resident per SM"),
+            color=alt.Color("source:N"),
+            strokeDash=alt.StrokeDash("source:N"),
+        )
+        .properties(width=420, height=240)
+    )
+    return charts.svg(
+        chart,
+        "Warps resident at once on one SM (2-warp CTAs spinning on clock64, median over SMs) and the occupancy API's "
+        "prediction, against the registers ptxas gave each thread: each step down is one warp fewer per partition.",
+        "Resident warps over registers a thread",
+    )
+
+
+def _reuse_chart(raw: pd.DataFrame) -> str:
+    """The 8-chain FFMA rate against warps, with the compiler's .reuse flags and with them cleared."""
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
+
+    data = evidence.points(raw, ["reuse_patch"], "throughput", ["warps", "cleared"])
+    if data.empty:
+        return ""
+    data["reuse flags"] = data["cleared"].map({0: "compiler's", 1: "cleared"})
+    chart = (
+        alt.Chart(data[["warps", "value", "reuse flags"]])
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("warps:Q", title="warps in the CTA (one SM)"),
+            y=alt.Y("value:Q", title="FFMA throughput (warp_inst/cycle/SM)"),
+            color=alt.Color("reuse flags:N"),
+        )
+        .properties(width=420, height=240)
+    )
+    return charts.svg(
+        chart,
+        "FFMA throughput of 8 independent chains a thread sharing a and b, against warps in one CTA, with the "
+        ".reuse flags ptxas set and with every one cleared in the cubin.",
+        "Reuse flags: FFMA throughput over warps",
+    )
+
+
+def _regfile(frames: dict[str, pd.DataFrame]) -> str:
+    """Occupancy against registers a thread and the register file it implies; what the operand reuse cache saves."""
+    raw = frames.get("raw")
+    occupancy, reuse = _occupancy_chart(raw), _reuse_chart(raw)
+    parts = []
+    if occupancy:
+        fitted = evidence.figures_of(frames, cases=("reg_occupancy",), kinds=("derived",))
+        none = markup.empty(
+            "no register-file size, allocation unit and partition count give every point's resident warps"
+        )
+        parts.append(
+            "<h3>Registers per SM and the allocation unit</h3>"
+            + occupancy
+            + (evidence.figure_table(fitted, (*FIGURE_COLUMNS, "derivation", "method")) if len(fitted) else none)
+            + "<h3>Every register count</h3>"
+            + _figures(frames, ("reg_occupancy",), kinds=("each",))
+        )
+    if reuse:
+        parts.append("<h3>Operand reuse cache</h3>" + reuse + _figures(frames, ("reuse_patch",), kinds=("derived",)))
+    return "".join(parts) or markup.empty("no register-file measurements")
+
+
 def _setmaxnreg(frames: dict[str, pd.DataFrame]) -> str:
     """Cycles per setmaxnreg.dec and .inc, clock-read overhead subtracted."""
     figs = evidence.figures_of(frames, cases=("setmaxnreg",))
@@ -206,5 +286,6 @@ def sections(frames: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:
         ("Control codes of the chain kernels", lambda: _controlcodes(frames)),
         ("Binary patching", lambda: _patching(frames)),
         ("setmaxnreg cost", lambda: _setmaxnreg(frames)),
+        ("Register file: occupancy and operand reuse", lambda: _regfile(frames)),
     ]
     return [(title, render()) for title, render in parts]
