@@ -3,6 +3,7 @@ errors for bad parameters, and the report view on frames shaped like a real run.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import subprocess
@@ -52,6 +53,8 @@ def test_release_barrier_fences_and_relaxed_does_not(compiled: Callable[[str, st
         ("barrier", ["--case", "cluster_barrier", "--param", "cluster=3"], "cluster must be"),
         ("dsmem", ["--case", "dsmem_read", "--param", "cluster=x"], "not an integer"),
         ("pingpong", ["--case", "sm_pingpong", "--param", "sm_a=0"], "--param"),
+        ("topology", ["--case", "cta_order", "--param", "per_sm=9"], "per_sm must be"),
+        ("topology", ["--case", "cta_order"], "--param"),
     ],
 )
 def test_bad_parameters_fail_with_one_line(
@@ -98,6 +101,42 @@ def run_rows() -> list[tuple[str, dict[str, int], str, list[float]]]:
         group_of = [float(sm - sm % c) if sm < 16 else -1.0 for sm in range(18)]
         group_of += [float(18 + (sm - 18) // c * c) for sm in range(18, 34)]
         rows.append(("cluster_placement", p, "group_of_sm", group_of))
+    return rows + topology_rows()
+
+
+GPC_SIZES = (18, 18, 18, 18, 16, 16, 14, 14)  # 132 SMs, numbered GPC after GPC
+
+
+def topology_rows() -> list[tuple[str, dict[str, int], str, list[float]]]:
+    """sm_topology and cta_order on a 132-SM chip of GPC_SIZES: SMs 2k and 2k + 1 always pair except 130 and 131,
+    CTAs land on SMs in blockIdx order."""
+    starts = [sum(GPC_SIZES[:g]) for g in range(len(GPC_SIZES))]
+    group_of = [float(max(s for s in starts if s <= sm)) for sm in range(132)]
+    partner = [float(sm ^ 1) if sm < 130 else -2.0 for sm in range(132)]
+    active = [132.0 // n if n < 10 else float(sum(g >= n for g in GPC_SIZES)) for n in range(1, 17)]
+    t = {}
+    rows = [
+        ("sm_topology", t, "max_cluster_size", [16.0]),
+        ("sm_topology", t, "sm_count_attribute", [132.0]),
+        ("sm_topology", t, "nsmid", [132.0]),
+        ("sm_topology", t, "active_clusters_by_size", active),
+        ("sm_topology", t, "resident_at_once", [1.0] * 6),
+        ("sm_topology", t, "group_of_sm", group_of),
+        ("sm_topology", t, "partner_of_sm", partner),
+    ]
+    for per in (1, 2):
+        p = {"per_sm": per}
+        rows += [
+            ("cta_order", p, "sm_count_attribute", [132.0]),
+            ("cta_order", p, "distinct_sms", [132.0] * 3),
+            ("cta_order", p, "ctas_per_sm", [float(per)] * 3),
+            ("cta_order", p, "dispatch_span", [1500.0, 1600.0, 1550.0]),
+            ("cta_order", p, "sm_stride", [1.0] * 3),
+            ("cta_order", p, "same_sm_as_first", [1.0] * 3),
+            ("cta_order", p, "start_in_order", [0.9] * 3),
+            ("cta_order", p, "sm_of_cta", [float(i % 132) for i in range(132 * per)]),
+            ("cta_order", p, "start_of_cta", [float(10 * i) for i in range(132 * per)]),
+        ]
     return rows
 
 
@@ -112,6 +151,19 @@ UNITS = {
     "smid_span": "sm",
     "sm_groups": "group",
     "group_of_sm": "sm",
+    "max_cluster_size": "cta",
+    "sm_count_attribute": "sm",
+    "active_clusters_by_size": "cluster",
+    "resident_at_once": "fraction",
+    "partner_of_sm": "sm",
+    "distinct_sms": "sm",
+    "ctas_per_sm": "cta",
+    "dispatch_span": "ns",
+    "sm_stride": "sm",
+    "same_sm_as_first": "fraction",
+    "start_in_order": "fraction",
+    "sm_of_cta": "sm",
+    "start_of_cta": "ns",
 }
 SMEM_READ = Figure(
     case="smem_read",
@@ -250,6 +302,77 @@ def test_view_on_a_real_shaped_run() -> None:
     assert shown and shown <= stated | {"0", "8", "18", "26"}, shown - stated  # group ids of the SM map
 
 
+@pytest.mark.parametrize("arch", ARCHS)
+def test_topology_reads_the_special_registers(compiled: Callable[[str, str, str], Path], arch: str) -> None:
+    text = sass.dump(compiled(arch, "cluster", "topology"), arch)
+    bodies = {k: "\n".join(f"{i.opcode} {i.operands}" for i in v) for k, v in sass.code(text).items()}
+    order = next(v for k, v in bodies.items() if k.startswith("order_kernel"))
+    topology = next(v for k, v in bodies.items() if k.startswith("topology_kernel"))
+    for body in (order, topology):
+        assert "SR_VIRTUALSMID" in body and "SR_GLOBALTIMERLO" in body and "SR_CTAID.X" in body
+    assert "SR_CgaCtaId" in topology and "SR_CgaCtaId" not in order  # %cluster_ctarank only where clusters are
+    # the start is stamped before the SM id and thread checks: the first special-register read is the timer
+    assert order.index("SR_GLOBALTIMERLO") < order.index("SR_VIRTUALSMID")
+
+
+def test_topology_figures_on_a_real_shaped_run() -> None:
+    f = by_name(judged(run_rows()))
+    sms = f.loc["SMs that ran a CTA (one CTA per SM)"]
+    assert sms["value"] == 132 and sms["status"] == "verified" and "cudaDevAttrMultiProcessorCount" in sms["reason"]
+    gpcs = f.loc["GPCs (SM groups linked by shared clusters)"]
+    # 8 groups above, 8 clusters of 10 CTAs (over half an 18-SM GPC) below: the count is isolated
+    assert gpcs["value"] == 8 and gpcs["status"] == "verified" and "GPCs at least 8" in gpcs["reason"]
+    assert "8 by cudaOccupancyMaxActiveClusters at 10 CTAs, 8 by packing" in gpcs["reason"]
+    assert "18-35 (18 SMs)" in gpcs["derivation"]
+    assert (
+        f.loc["SMs in the largest GPC group", "value"] == 18 and f.loc["SMs in the smallest GPC group", "value"] == 14
+    )
+    assert f.loc["SMs in the smallest GPC group", "status"] == "verified"
+    tpcs = f.loc["TPCs (SM pairs always together in 2-CTA clusters, inferred)"]
+    assert tpcs["value"] == 65 and tpcs["status"] == "unverified" and "65 of the 65 pairs" in tpcs["derivation"]
+    # blockIdx in SM order: 124 of 131 steps stay in a GPC (7 boundaries), 65 of 129 paired steps in a TPC
+    assert f.loc["cta_order blockIdx i and i + 1 on one GPC group at per_sm=1", "value"] == pytest.approx(124 / 131)
+    assert f.loc["cta_order blockIdx i and i + 1 on one inferred TPC at per_sm=1", "value"] == pytest.approx(65 / 129)
+    assert f.loc["cta_order blockIdx i and i + 1 on one GPC group at per_sm=2", "value"] == pytest.approx(248 / 263)
+    # ping-pong pairs from SMs 0 and 16: partners 0-15 share GPC 0-17, 20-30 lie in GPC 18-35
+    assert f.loc["sm_pingpong round trip within one GPC group", "value"] == 1100.0
+    assert f.loc["sm_pingpong round trip across GPC groups", "value"] == 1170.0
+    assert f.loc["sm_pingpong within minus across GPC groups", "value"] == pytest.approx(-70.0)
+
+
+def test_topology_bounds_that_do_not_meet_stay_unverified() -> None:
+    """Groups never linked (SMs 0-8 and 9-17 of one GPC apart) exceed the occupancy bound: not isolated, and a group
+    larger than [H100-WP]'s 18-SM GPC contradicts."""
+    rows = [r for r in topology_rows() if r[0] == "sm_topology" and r[2] != "group_of_sm"]
+    group_of = [float(sm - sm % 9) if sm < 18 else float(18 if sm < 40 else 40) for sm in range(132)]
+    g = by_name(judged([*rows, ("sm_topology", {}, "group_of_sm", group_of)]))
+    gpcs = g.loc["GPCs (SM groups linked by shared clusters)"]
+    assert gpcs["value"] == 4 and gpcs["status"] == "contradicted" and "bounds below the groups" in gpcs["reason"]
+    largest = g.loc["SMs in the largest GPC group"]
+    assert largest["value"] == 92 and largest["status"] == "contradicted" and "documented bound" in largest["reason"]
+    split = [
+        float(sm - sm % 9) if sm < 18 else float(max(s for s in (18, 36, 54, 72, 90, 106, 122) if s <= sm))
+        for sm in range(132)
+    ]
+    h = by_name(judged([*rows, ("sm_topology", {}, "group_of_sm", split)]))
+    nine = h.loc["GPCs (SM groups linked by shared clusters)"]
+    assert nine["value"] == 9 and nine["status"] == "unverified" and "the bounds do not meet" in nine["reason"]
+    assert h.loc["SMs in the smallest GPC group", "status"] == "unverified"
+    # size 10 refused (-1): the bound comes from 11 CTAs, still 8 clusters
+    refused = [
+        (c, p, m, [-1.0 if i == 9 else v for i, v in enumerate(x)] if m == "active_clusters_by_size" else x)
+        for c, p, m, x in run_rows()
+    ]
+    gpcs = by_name(judged(refused)).loc["GPCs (SM groups linked by shared clusters)"]
+    assert gpcs["status"] == "verified" and "8 by cudaOccupancyMaxActiveClusters at 11 CTAs" in gpcs["reason"]
+
+
+def test_topology_view() -> None:
+    html = dict(view.sections(judged(run_rows())))["Chip topology: GPCs, TPCs and the order CTAs land on SMs"]
+    assert html.count("<svg") == 2 and "0-17 (18 SMs)" in html and "122-131 (10 SMs)" not in html
+    assert "118-131 (14 SMs)" in html and "TPCs are an inference" in html and "within minus across" in html
+
+
 @pytest.mark.parametrize("frames", [{}, {"raw": pd.DataFrame()}])
 def test_view_without_measurements_says_so(frames: dict[str, pd.DataFrame]) -> None:
     for title, body in view.sections(frames):
@@ -287,3 +410,36 @@ def test_pingpong_same_and_other_sm(compiled: Callable[[str, str, str], Path]) -
     )
     assert [r["params"]["sm_b"] for r in records] == [0, 1, 100]
     assert all(100 < r["value"] < 20000 for r in records)
+
+
+@pytest.mark.gpu
+def test_topology_on_the_gpu(compiled: Callable[[str, str, str], Path]) -> None:
+    """Physical facts: a cluster of 1 per SM fills every SM, clusters fit no better as they grow, every launch was
+    resident at once, each SM's group is an SM no larger than it, and no group outgrows a full GH100 GPC (18 SMs)."""
+    got = {r["metric"]: r for r in gpu_records(compiled("sm_90a", "cluster", "topology"), "--case", "sm_topology")}
+    sms, nsmid = got["sm_count_attribute"]["value"], got["nsmid"]["value"]
+    active = got["active_clusters_by_size"]["samples"]
+    # the CUDA guide: Hopper takes non-portable clusters of 16; the check below needs sizes up to 10
+    assert nsmid >= sms and len(active) == got["max_cluster_size"]["value"] >= 10
+    taken = [a for a in active if a >= 0]  # -1: a size the runtime refused
+    assert active[0] == sms and all(a >= b for a, b in itertools.pairwise(taken))
+    assert all(n * a <= sms for n, a in enumerate(active, 1)) and set(got["resident_at_once"]["samples"]) == {1.0}
+    group_of = got["group_of_sm"]["samples"]
+    assert len(group_of) == nsmid and all(-1 <= g <= sm for sm, g in enumerate(group_of))
+    sizes = [group_of.count(g) for g in set(group_of) - {-1}]
+    assert 2 <= max(sizes) <= 18 and len(sizes) >= max(active[9:])  # groups bound the GPCs from above
+    partner = got["partner_of_sm"]["samples"]
+    assert all(p < 0 or partner[int(p)] in (sm, -2) for sm, p in enumerate(partner))
+
+
+@pytest.mark.gpu
+def test_cta_order_on_the_gpu(compiled: Callable[[str, str, str], Path]) -> None:
+    """One and two CTAs per SM: every SM gets exactly that many, and each blockIdx lands on a real SM."""
+    records = gpu_records(compiled("sm_90a", "cluster", "topology"), "--case", "cta_order", "--param", "per_sm=1,2")
+    for per in (1, 2):
+        got = {r["metric"]: r for r in records if r["params"]["per_sm"] == per}
+        sms = got["sm_count_attribute"]["value"]
+        assert set(got["distinct_sms"]["samples"]) == {sms} and set(got["ctas_per_sm"]["samples"]) == {per}
+        sm_of = got["sm_of_cta"]["samples"]
+        assert len(sm_of) == per * sms and len(set(sm_of)) == sms
+        assert all(0 <= span < 200000 for span in got["dispatch_span"]["samples"])  # inside one CTA's 200 us hold

@@ -1,8 +1,8 @@
 """Figures the cluster category derives over several points: the cluster barrier's cost over cluster sizes and what its
 release adds, the DSMEM remote hop (peer minus own CTA through shared::cluster) and the peer and generic paths
 against the local ld.shared chase, DSMEM over local shared-memory bandwidth, the SM-to-SM ping-pong summary (fastest,
-median and slowest pair, per first SM its nearest and farthest partner and its near / far groups) and the SM groups
-clusters form over all launches."""
+median and slowest pair, per first SM its nearest and farthest partner and its near / far groups), the SM groups
+clusters form over all launches, and the chip's topology (derived.cluster_topology)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from .. import latency_modes
 from ..figure_model import Figure
 from ..tables import parse_params
 from . import samples as s
+from .cluster_topology import PARTS as TOPOLOGY_PARTS
 
 BARRIERS = {"cluster_barrier": "arrive (release) + wait", "cluster_barrier_relaxed": "arrive.relaxed + wait"}
 STREAMS = {"dsmem_read": "smem_read_local", "dsmem_write": "smem_write_local"}
@@ -385,4 +386,4 @@ def placement(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
     return out
 
 
-figures = s.of_parts(barriers, dsmem, pingpong, placement)  # every derived figure of the cluster category
+figures = s.of_parts(barriers, dsmem, pingpong, placement, *TOPOLOGY_PARTS)  # every derived figure of the category

@@ -1,5 +1,6 @@
 """Report view of the cluster category: cluster barrier cost versus cluster size, distributed shared memory
-against local shared memory (latency and bandwidth), the SM-pair ping-pong heatmap and the cluster placement map.
+against local shared memory (latency and bandwidth), the SM-pair ping-pong heatmap, the cluster placement map and
+the chip's topology (GPCs, TPCs, where CTAs land).
 Every number is a row of the figures table (smdissect.derived.cluster derives the summaries, hops and ratios); the
 charts and the placement map are drawn from the samples."""
 
@@ -9,6 +10,7 @@ import pandas as pd
 
 from smdissect import charts, evidence, markup
 from smdissect.derived.cluster import sm_groups
+from smdissect.derived.cluster_topology import gpc_groups, sm_ranges
 
 BARRIERS = {"cluster_barrier": "arrive (release) + wait", "cluster_barrier_relaxed": "arrive.relaxed + wait"}
 CHASES = {
@@ -24,6 +26,8 @@ STREAMS = {
 }
 PLACEMENT = ["max_active_clusters", "active_sms", "smid_span", "groups_all_launches", "largest_group"]
 COLUMNS = ("figure", "value", "unit", "spread", "status", "reason")
+TOPOLOGY = ("sm_topology", "cta_order")
+JOINED = ("round_trip_same_gpc", "round_trip_cross_gpc", "gpc_locality")  # sm_pingpong's figures by GPC group
 
 
 def _figures(
@@ -138,17 +142,6 @@ def _pingpong(frames: dict[str, pd.DataFrame]) -> str:
     return heat + note + table + evidence.not_measured(frames, ["sm_pingpong"])
 
 
-def sm_ranges(sms: list[int]) -> str:
-    """SM ids as compact ranges: [0, 1, 2, 5, 7, 8] -> '0-2, 5, 7-8'."""
-    out: list[str] = []
-    for sm in sorted(sms):
-        if out and sm == int(out[-1].split("-")[-1]) + 1:
-            out[-1] = f"{out[-1].split('-')[0]}-{sm}"
-        else:
-            out.append(str(sm))
-    return ", ".join(out)
-
-
 def _placement(frames: dict[str, pd.DataFrame]) -> str:
     raw = frames.get("raw")
     figs = evidence.figures_of(frames, cases=("cluster_placement",), metrics=tuple(PLACEMENT))
@@ -167,6 +160,74 @@ def _placement(frames: dict[str, pd.DataFrame]) -> str:
     return out + evidence.not_measured(frames, ["cluster_placement"])
 
 
+def _landing_chart(raw: pd.DataFrame) -> str:
+    """blockIdx against the SM it landed on, for the grid of one CTA per SM (first launch)."""
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
+
+    rows = raw[(raw["case"] == "cta_order") & (raw["metric"] == "sm_of_cta")]
+    rows = rows[rows["params"].map(lambda p: evidence.param(p, "per_sm")) == 1]
+    if rows.empty:
+        return ""
+    data = pd.DataFrame({"cta": rows["repeat"].astype(int), "sm": rows["value"].astype(int)})
+    chart = (
+        alt.Chart(data)
+        .mark_point(filled=True, size=18)
+        .encode(x=alt.X("cta:Q", title="blockIdx.x"), y=alt.Y("sm:Q", title="%smid"), tooltip=["cta:Q", "sm:Q"])
+        .properties(width=560, height=260)
+    )
+    return charts.svg(
+        chart,
+        f"The SM (%smid) each of {len(data)} CTAs (blockIdx.x) of a grid of one CTA per SM landed on, first launch: a "
+        "straight line is sequential assignment, a sawtooth round robin over groups of SMs.",
+        "Where each CTA lands",
+    )
+
+
+def _occupancy_chart(raw: pd.DataFrame) -> str:
+    """cudaOccupancyMaxActiveClusters against the cluster size, one CTA per SM."""
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
+
+    rows = raw[(raw["case"] == "sm_topology") & (raw["metric"] == "active_clusters_by_size")]
+    if rows.empty:
+        return ""
+    data = pd.DataFrame({"size": rows["repeat"].astype(int) + 1, "clusters": rows["value"].astype(int)})
+    chart = (
+        alt.Chart(data)
+        .mark_bar()
+        .encode(x=alt.X("size:O", title="CTAs per cluster"), y=alt.Y("clusters:Q", title="clusters resident at once"))
+        .properties(width=420, height=220)
+    )
+    return charts.svg(
+        chart,
+        "Clusters the occupancy API lets run at once against CTAs per cluster, one CTA per SM: above half a GPC's SMs "
+        "each GPC holds at most one, so the bars there count the GPCs with at least that many SMs.",
+        "Resident clusters per cluster size",
+    )
+
+
+def _topology(frames: dict[str, pd.DataFrame]) -> str:
+    raw = frames.get("raw")
+    figs = pd.concat(
+        [
+            evidence.figures_of(frames, cases=TOPOLOGY),
+            evidence.figures_of(frames, cases=("sm_pingpong",), metrics=JOINED),
+        ]
+    )
+    if figs.empty:
+        return markup.empty("no topology measurements") + evidence.not_measured(frames, list(TOPOLOGY))
+    out = evidence.figure_table(figs, (*COLUMNS, "derivation"))
+    groups, _ = gpc_groups(raw) if raw is not None and not raw.empty else ([], ())
+    if groups:
+        listing = pd.DataFrame({"SMs of one GPC group": [f"{sm_ranges(g)} ({len(g)} SMs)" for g in groups]})
+        out += markup.empty(
+            "SMs linked by sharing a cluster in any launch of sm_topology or cluster_placement: each group lies in one "
+            "GPC; TPCs are an inference (SMs always paired in 2-CTA clusters), no API or counter names them"
+        ) + markup.table(listing)
+    if raw is not None and not raw.empty:
+        out += _landing_chart(raw) + _occupancy_chart(raw)
+    return out + evidence.not_measured(frames, list(TOPOLOGY))
+
+
 def sections(frames: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:
     """The cluster category's charts and tables, each saying so when its measurements are missing."""
     return [
@@ -174,4 +235,5 @@ def sections(frames: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:
         ("Distributed shared memory versus local shared memory", _dsmem(frames)),
         ("SM-to-SM round trip through global memory (ping-pong heatmap)", _pingpong(frames)),
         ("Cluster placement: SM ids per cluster and SM groups", _placement(frames)),
+        ("Chip topology: GPCs, TPCs and the order CTAs land on SMs", _topology(frames)),
     ]
