@@ -62,23 +62,16 @@ def tpc_pairs(raw: pd.DataFrame) -> list[tuple[int, int]]:
     return sorted((a, b) for a, b in partner.items() if a < b and partner.get(b) == a)
 
 
-def _figure(case: str, metric: str, unit: str, name: str, value: float, derivation: str, points, **kw) -> Figure:
-    """A derived figure counted from a map (no spread: one value)."""
+def _figure(
+    case: str, metric: str, unit: str, name: str, value: float, derivation: str, points, method: str = ""
+) -> Figure:
+    """A derived figure counted from a map: one value (samples.from_values of it), no spread."""
     pts = tuple(dict.fromkeys(points))
-    return Figure(
-        case=case,
-        metric=metric,
-        unit=unit,
-        kind="derived",
-        name=name,
-        value=float(value),
-        spread=0.0,
-        samples=len(pts),
-        derivation=derivation,
-        params=pts[0] if len(pts) == 1 else "",
-        points=pts,
-        **kw,
-    )
+    params = pts[0] if len(pts) == 1 else ""
+    fig = s.from_values(case, metric, unit, name, np.array([value]), derivation, pts, method, params)
+    if fig is None:
+        raise ValueError(f"{name}: a count is not finite ({value})")
+    return fig
 
 
 def _bound(name: str, holds: bool, detail: str) -> Check:
