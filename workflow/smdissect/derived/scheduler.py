@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -344,49 +344,27 @@ def patch_figures(raw: pd.DataFrame, generic: list[Figure]) -> list[Figure]:
                         method=method,
                     )
                 )
-    per_iter = series(raw, "yield_patch", "cycles_per_iteration")
-    by = {(int(param(p, "warps")), int(param(p, "flipped"))): (p, v) for p, v in per_iter.items()}
-    for warps in sorted({w for w, _ in by}):
-        if (warps, 0) not in by or (warps, 1) not in by:
-            continue
-        (p0, base), (p1, flipped) = by[(warps, 0)], by[(warps, 1)]
-        out.append(
-            derived(
-                "yield_patch",
-                "yield_ratio",
-                "x",
-                f"yield_patch inverted yield at warps={warps}",
-                np.median(flipped) / np.median(base),
-                ratio_spread(flipped, base),
-                len(base) + len(flipped),
-                f"cycles per iteration with the chain FFMAs' yield flag inverted / with the compiler's: "
-                f"{num(np.median(flipped))} / {num(np.median(base))}",
-                (p0, p1),
-                params=p1,
-                method=method_of(generic, "yield_patch"),
-            )
-        )
-    bad = series(raw, "yield_patch", "wrong_results")
-    if bad:
-        pooled = np.concatenate(list(bad.values()))
-        worst = max(bad, key=lambda p: float(np.max(bad[p])))
-        out.append(
-            derived(
-                "yield_patch",
-                "wrong_results",
-                "thread",
-                "yield_patch wrong results",
-                float(np.max(pooled)),
-                float(np.ptp(pooled)),
-                len(pooled),
-                f"most threads with a wrong result in any launch over "
-                f"every warp count and yield flag (at {point_text(worst)}): the yield flag does not guard "
-                "the chain's results",
-                bad.keys(),
-                method=method_of(generic, "yield_patch"),
-            )
-        )
-    return out
+    yielded = method_of(generic, "yield_patch")
+    out += flagged_ratios(
+        raw,
+        "yield_patch",
+        ("flipped", "cycles_per_iteration", "yield_ratio", "inverted yield"),
+        lambda flipped, base: (
+            f"cycles per iteration with the chain FFMAs' yield flag inverted / with the compiler's: {flipped} / {base}"
+        ),
+        yielded,
+    )
+    wrong = most_wrong(
+        raw,
+        "yield_patch",
+        "thread",
+        lambda worst: (
+            f"most threads with a wrong result in any launch over every warp count and yield flag (at "
+            f"{worst}): the yield flag does not guard the chain's results"
+        ),
+        yielded,
+    )
+    return out + ([wrong] if wrong else [])
 
 
 # --- the register file -------------------------------------------------------------------------------------------
@@ -490,49 +468,84 @@ def regfile_figures(raw: pd.DataFrame, generic: list[Figure]) -> list[Figure]:
 
 def reuse_figures(raw: pd.DataFrame, generic: list[Figure]) -> list[Figure]:
     """Per warp count: the FFMA rate with the .reuse flags cleared over the compiler's; the most wrong results."""
-    thr = series(raw, "reuse_patch", "throughput")
-    by = {(int(param(p, "warps")), int(param(p, "cleared"))): (p, v) for p, v in thr.items()}
     method = method_of(generic, "reuse_patch")
+    out = flagged_ratios(
+        raw,
+        "reuse_patch",
+        ("cleared", "throughput", "reuse_ratio", "cleared reuse"),
+        lambda cleared, base: (
+            f"FFMA rate with every FFMA's .reuse flags cleared / with the compiler's: {cleared} / "
+            f"{base} warp_inst/cycle/SM (below 1: what the reuse cache saves the register file)"
+        ),
+        method,
+    )
+    wrong = most_wrong(
+        raw,
+        "reuse_patch",
+        "chain",
+        lambda _: (
+            "most chains with a wrong result in any launch, with and without the .reuse flags (0: the flags "
+            "only say where an operand may be read again, never what it holds)"
+        ),
+        method,
+    )
+    return out + ([wrong] if wrong else [])
+
+
+def flagged_ratios(
+    raw: pd.DataFrame,
+    case: str,
+    what: tuple[str, str, str, str],
+    describe: Callable[[str, str], str],
+    method: str,
+) -> list[Figure]:
+    """Per warp count, a patched cubin's `metric` over the compiler's: `what` is (the axis whose 1 is the patched
+    cubin, the metric, the ratio's metric, its name); `describe` words the derivation from the two medians."""
+    axis, metric, ratio, label = what
+    values = series(raw, case, metric)
+    by = {(int(param(p, "warps")), int(param(p, axis))): (p, v) for p, v in values.items()}
     out = []
     for warps in sorted({w for w, _ in by}):
         if (warps, 0) not in by or (warps, 1) not in by:
             continue
-        (p0, base), (p1, cleared) = by[(warps, 0)], by[(warps, 1)]
+        (p0, base), (p1, patched) = by[(warps, 0)], by[(warps, 1)]
         out.append(
             derived(
-                "reuse_patch",
-                "reuse_ratio",
+                case,
+                ratio,
                 "x",
-                f"reuse_patch cleared reuse at warps={warps}",
-                np.median(cleared) / np.median(base),
-                ratio_spread(cleared, base),
-                len(base) + len(cleared),
-                f"FFMA rate with every FFMA's .reuse flags cleared / with the compiler's: {num(np.median(cleared))} / "
-                f"{num(np.median(base))} warp_inst/cycle/SM (below 1: what the reuse cache saves the register file)",
+                f"{case} {label} at warps={warps}",
+                np.median(patched) / np.median(base),
+                ratio_spread(patched, base),
+                len(base) + len(patched),
+                describe(num(np.median(patched)), num(np.median(base))),
                 (p0, p1),
                 params=p1,
                 method=method,
             )
         )
-    bad = series(raw, "reuse_patch", "wrong_results")
-    if bad:
-        pooled = np.concatenate(list(bad.values()))
-        out.append(
-            derived(
-                "reuse_patch",
-                "wrong_results",
-                "chain",
-                "reuse_patch wrong results",
-                float(np.max(pooled)),
-                float(np.ptp(pooled)),
-                len(pooled),
-                "most chains with a wrong result in any launch, with and without the .reuse flags (0: the flags "
-                "only say where an operand may be read again, never what it holds)",
-                bad.keys(),
-                method=method,
-            )
-        )
     return out
+
+
+def most_wrong(raw: pd.DataFrame, case: str, unit: str, describe: Callable[[str], str], method: str) -> Figure | None:
+    """The most wrong results of a patched case's launches (its worst point worded by `describe`), None unrecorded."""
+    bad = series(raw, case, "wrong_results")
+    if not bad:
+        return None
+    pooled = np.concatenate(list(bad.values()))
+    worst = max(bad, key=lambda p: float(np.max(bad[p])))
+    return derived(
+        case,
+        "wrong_results",
+        unit,
+        f"{case} wrong results",
+        float(np.max(pooled)),
+        float(np.ptp(pooled)),
+        len(pooled),
+        describe(point_text(worst)),
+        bad.keys(),
+        method=method,
+    )
 
 
 # --- the compiler's control codes (where the figures stage is given them) --------------------------------------
