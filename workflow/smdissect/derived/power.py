@@ -8,6 +8,7 @@ event onsets per reason."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -267,97 +268,67 @@ def _setting(raw: pd.DataFrame, metric: str) -> float | None:
 
 
 def _settings(raw: pd.DataFrame) -> list[Figure]:
-    """The card's max and default SM clock and its enforced power limit (NVML), each with what can check it: the
-    device attribute and the datasheet's boost clock, the max clock over the default one, the limit's range."""
+    """The card's max and default SM clock, its enforced power limit and the top of the limit's range (NVML), each
+    with what can check it: the device attribute and the datasheet's boost clock and board power, the max clock over
+    the default one, the limit's range."""
     read = {m: _setting(raw, m) for m in SETTINGS}
     gpu = run_of(raw)[1]
     model = archs.gpu_model(gpu)
     boost = model.boost_mhz if model else None
+    sheet = (
+        f"the {model.name} datasheet boost clock (smdissect.archs)"
+        if boost
+        else f"boost clock of {gpu} in smdissect.archs"
+    )
     tdp = model.tdp_w if model else None
     sheet_tdp = f"the {model.name} datasheet's max board power (smdissect.archs)" if tdp else f"TDP of {gpu} in archs"
+    default = read["default_power_limit"]
+    same = (
+        "" if default is None else " (its default)" if default == read["power_limit"] else f" (default {default:g} W)"
+    )
+    specs: list[tuple[str, str, str, str, Callable[[float], list[Check]]]] = [
+        (
+            "max_sm_clock",
+            "MHz",
+            "max (boost) SM clock",
+            "nvmlDeviceGetMaxClockInfo(NVML_CLOCK_SM), read with no load",
+            lambda v: [
+                compare("device attribute", v, read["sm_clock_attribute"], "cudaDevAttrClockRate", SETTING_TOLERANCE),
+                compare("datasheet", v, boost, sheet, SETTING_TOLERANCE),
+            ],
+        ),
+        (
+            "default_sm_clock",
+            "MHz",
+            "default applications SM clock",
+            "nvmlDeviceGetDefaultApplicationsClock(NVML_CLOCK_SM): the clock the driver targets for applications by "
+            "default; no datasheet states it",
+            lambda v: [at_most("max clock", v, read["max_sm_clock"], "the max SM clock")],
+        ),
+        (
+            "power_limit",
+            "W",
+            "enforced power limit",
+            f"nvmlDeviceGetEnforcedPowerLimit{same}, read with no load; never changed",
+            lambda v: [
+                at_most("limit range", v, read["max_power_limit"], "the top of the limit range"),
+                at_most("datasheet", v, tdp, sheet_tdp),
+            ],
+        ),
+        (
+            "max_power_limit",
+            "W",
+            "top of the configurable power-limit range",
+            "nvmlDeviceGetPowerManagementLimitConstraints' maximum, read with no load; never changed",
+            lambda v: [compare("datasheet", v, tdp, sheet_tdp, SETTING_TOLERANCE)],
+        ),
+    ]
     base = {"case": power.LIMITS, "kind": "derived", "spread": 0.0, "samples": 1, "params": "{}", "points": ("{}",)}
-    out = []
-    if read["max_sm_clock"] is not None:
-        sheet = (
-            f"the {model.name} datasheet boost clock (smdissect.archs)"
-            if model and boost
-            else f"boost clock of {gpu} in smdissect.archs"
-        )
-        out.append(
-            Figure(
-                metric="max_sm_clock",
-                unit="MHz",
-                name="max (boost) SM clock",
-                value=read["max_sm_clock"],
-                derivation="nvmlDeviceGetMaxClockInfo(NVML_CLOCK_SM), read with no load",
-                checks=[
-                    compare(
-                        "device attribute",
-                        read["max_sm_clock"],
-                        read["sm_clock_attribute"],
-                        "cudaDevAttrClockRate",
-                        SETTING_TOLERANCE,
-                    ),
-                    compare(
-                        "datasheet",
-                        read["max_sm_clock"],
-                        boost,
-                        sheet,
-                        SETTING_TOLERANCE,
-                    ),
-                ],
-                **base,
-            )
-        )
-    if read["default_sm_clock"] is not None:
-        out.append(
-            Figure(
-                metric="default_sm_clock",
-                unit="MHz",
-                name="default applications SM clock",
-                value=read["default_sm_clock"],
-                derivation="nvmlDeviceGetDefaultApplicationsClock(NVML_CLOCK_SM): the clock the driver targets for "
-                "applications by default; no datasheet states it",
-                checks=[at_most("max clock", read["default_sm_clock"], read["max_sm_clock"], "the max SM clock")],
-                **base,
-            )
-        )
-    if read["power_limit"] is not None:
-        default = read["default_power_limit"]
-        same = (
-            ""
-            if default is None
-            else " (its default)"
-            if default == read["power_limit"]
-            else f" (default {default:g} W)"
-        )
-        out.append(
-            Figure(
-                metric="power_limit",
-                unit="W",
-                name="enforced power limit",
-                value=read["power_limit"],
-                derivation=f"nvmlDeviceGetEnforcedPowerLimit{same}, read with no load; never changed",
-                checks=[
-                    at_most("limit range", read["power_limit"], read["max_power_limit"], "the top of the limit range"),
-                    at_most("datasheet", read["power_limit"], tdp, sheet_tdp),
-                ],
-                **base,
-            )
-        )
-    if read["max_power_limit"] is not None:
-        out.append(
-            Figure(
-                metric="max_power_limit",
-                unit="W",
-                name="top of the configurable power-limit range",
-                value=read["max_power_limit"],
-                derivation="nvmlDeviceGetPowerManagementLimitConstraints' maximum, read with no load; never changed",
-                checks=[compare("datasheet", read["max_power_limit"], tdp, sheet_tdp, SETTING_TOLERANCE)],
-                **base,
-            )
-        )
-    return out
+    return [
+        Figure(metric=m, unit=unit, name=name, value=read[m], derivation=how, checks=checks(read[m]), **base)
+        for m, unit, name, how, checks in specs
+        if read[m] is not None
+    ]
 
 
 def _window(n_total: int, times: np.ndarray) -> int:
