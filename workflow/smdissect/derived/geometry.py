@@ -5,19 +5,18 @@ are memory's: runs of at least MIN_POINTS consecutive points within NEAR of thei
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
-from .. import archs, catalog, latency_modes
+from .. import archs, latency_modes
 from ..figure_model import REFERENCE, Check, Figure
 from ..tables import canonical_params, kb_text, parse_params
 from . import geometry_caches, memory
 from .curves import axis_values, curve, level_figure, levels, with_checks
-from .samples import keep, make, run_of, samples
+from .samples import checkout_cases, keep, make, run_of, samples
 
 TLB_CASES = ("tlb_chase", "tlb_chase_wide", "tlb_chase_huge")  # strides 2 MB, 32 MB, 1 GB
 # a TLB latency level: points within 1% of its median (~3 cycles at an L2 hit's ~280): the L2 slices a page count's
@@ -42,13 +41,9 @@ CARVEOUTS_KB: dict[int, tuple[int, ...]] = {
 GROWTH = 0.25  # past the line, the capacity footprint grows with the stride to within the footprints' steps
 
 
-@functools.cache
 def methods() -> dict[str, str]:
-    """Each geometry case's `method:` from the manifest (none where it cannot be read: a method is a note)."""
-    try:
-        return {c.id: c.method for c in catalog.load(catalog.KERNELS, "geometry")}
-    except Exception:  # any manifest problem: the figures come without their method
-        return {}
+    """Each geometry case's `method:` from the manifest (samples.checkout_cases)."""
+    return {k: c.method for k, c in checkout_cases("geometry").items()}
 
 
 def version(raw: pd.DataFrame) -> int:

@@ -9,7 +9,6 @@ metric (the checks and the paper table look figures up by it): `latency` is the 
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
@@ -20,7 +19,7 @@ from .. import archs, catalog, latency_modes, stats
 from ..checks import limit, on_plateau, plateau_check
 from ..figure_model import REFERENCE, Check, Figure, points
 from ..tables import canonical_params, kb_text, parse_params, point_text
-from .samples import from_values, keep, make, point_of, run_of, samples
+from .samples import checkout_cases, from_values, keep, make, point_of, run_of, samples
 
 NEAR = 0.05  # a level: at least MIN_POINTS consecutive footprints, each within 5% of their median
 MIN_POINTS = 3  # two points 10% apart on a rising curve are no plateau
@@ -68,13 +67,9 @@ L1_SHARED_KB: dict[int, tuple[int, int]] = {
 }
 
 
-@functools.cache
 def cases() -> dict[str, catalog.Case]:
-    """The memory manifest's cases by id (none where it cannot be read: a method is a note, no figure needs it)."""
-    try:
-        return {c.id: c for c in catalog.load(catalog.KERNELS, "memory")}
-    except Exception:  # any manifest problem: the figures come without their method
-        return {}
+    """The memory manifest's cases by id (samples.checkout_cases)."""
+    return checkout_cases("memory")
 
 
 def methods() -> dict[str, str]:
