@@ -167,7 +167,7 @@ def judged(raw: pd.DataFrame) -> dict[str, Figure]:
 
 def derived_by_name(raw: pd.DataFrame, generic: list[Figure] | None = None) -> dict[str, Figure]:
     """The memory deriver's figures on `raw`, by name, with the checks it made itself (before the generic ones)."""
-    return {f.name: f for f in derived.figures({"raw": raw}, generic or [])}
+    return {f.name: f for f in derived.figures({"raw": raw}, generic or [], {c.id: c for c in CASES})}
 
 
 def chase_rows(curve: dict[int, float], stride: int = 0) -> pd.DataFrame:

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import ROOT
-from smdissect import catalog, figure_model, figures, paper, tables
+from smdissect import catalog, derived, figure_model, figures, paper, tables
 from smdissect.errors import SmdissectError
 
 KERNELS = ROOT / "kernels"
@@ -139,10 +139,17 @@ def test_a_row_not_in_the_paper_fails(tmp_path: Path) -> None:
 
 
 def test_derived_metrics_are_known_but_typos_are_not() -> None:
-    known = paper.deriver_metrics()
-    assert any(p.fullmatch("ilp_knee") for p in known) and any(p.fullmatch("dram_latency") for p in known)
-    assert any(p.fullmatch("pct_of_peak_at_clock_cutlass") for p in known)  # an f-string's field is a wildcard
-    assert not any(p.fullmatch("ilp_kneee") for p in known)
+    assert "ilp_knee" in derived.metrics("pipelines") and "dram_latency" in derived.metrics("memory")
+    assert "pct_of_peak_at_clock_cutlass" in derived.metrics("gemm")
+    assert "ilp_kneee" not in derived.metrics("pipelines") and not derived.metrics("latency")
+
+
+def test_a_deriver_giving_an_undeclared_metric_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = derived.modules()["gemm"]
+    monkeypatch.setattr(module, "METRICS", module.METRICS - {"cutlass_over_cublas"})
+    raw = tables.read("raw", sorted((H200 / "sm_90a" / "gemm").glob("*/raw.parquet")))
+    with pytest.raises(SmdissectError, match="gives metrics it does not declare: cutlass_over_cublas"):
+        figures.compute(catalog.load(KERNELS, "gemm"), {"raw": raw}, {}, "sm_90a", "NVIDIA H200")
 
 
 # --- formulas -----------------------------------------------------------------------------------------------------

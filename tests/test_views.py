@@ -1,9 +1,10 @@
-"""The view registry: every category has exactly one view, registered against the View contract (a wrong signature is
-refused when it is registered), the docs' worked example renders on the committed H200 tables, and the median and
+"""The views found: each view module declares a category of the manifests, once, and meets the View contract (a
+wrong signature is refused), the docs' worked example renders on the committed H200 tables, and the median and
 spread every page and figure uses."""
 
 from __future__ import annotations
 
+import importlib
 import re
 from pathlib import Path
 
@@ -17,11 +18,23 @@ VIEW_FILES = sorted(p.stem for p in (ROOT / "workflow" / "smdissect" / "views").
 LATENCY = ROOT / "reports" / "h200" / "tables" / "sm_90a" / "latency"
 
 
-def test_every_category_has_one_registered_view_and_every_view_file_is_registered() -> None:
-    assert set(views.VIEWS) == set(catalog.categories(ROOT / "kernels"))
-    modules = {view.__module__ for view in views.VIEWS.values()}
-    assert modules == {f"smdissect.views.{name}" for name in VIEW_FILES} | {"smdissect.views"}  # that: common_only
-    assert views.VIEWS["latency"] is views.common_only
+def test_every_view_file_is_found_for_a_category_and_the_rest_have_the_common_sections() -> None:
+    found = views.views()
+    assert {view.__module__ for view in found.values()} == {f"smdissect.views.{name}" for name in VIEW_FILES}
+    assert set(found) < set(catalog.categories(ROOT / "kernels"))  # a CATEGORY that names no manifest is a typo
+    assert views.view_of("latency") is views.common_only and views.view_of("memory") is found["memory"]
+
+
+def test_two_view_modules_of_one_category_are_a_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(importlib.import_module("smdissect.views.launch"), "CATEGORY", "memory")
+    views.views.cache_clear()
+    try:
+        with pytest.raises(SmdissectError, match=r"two view modules declare CATEGORY = 'memory'") as err:
+            views.views()
+    finally:
+        monkeypatch.undo()
+        views.views.cache_clear()
+    assert "\n" not in str(err.value)
 
 
 def frames_only(frames: dict[str, pd.DataFrame]) -> list[tuple[str, str]]:
@@ -60,12 +73,6 @@ def test_a_view_of_the_contract_is_registered_as_it_is() -> None:
     assert views.checked(frames_only) is frames_only
 
 
-def test_a_category_without_a_view_is_a_one_line_error() -> None:
-    with pytest.raises(SmdissectError, match=r"category 'caches' has no view: register one in VIEWS") as err:
-        views.view_of("caches")
-    assert "\n" not in str(err.value)
-
-
 def docs_example() -> str:
     """The python block of docs/cases.md's 'Adding a view' section."""
     text = (ROOT / "docs" / "cases.md").read_text()
@@ -79,7 +86,7 @@ def test_the_docs_example_view_renders_on_the_committed_latency_figures(
 ) -> None:
     module: dict[str, object] = {"__name__": "smdissect.views.latency"}
     exec(compile(docs_example(), "docs/cases.md", "exec"), module)  # the example as views/latency.py would be
-    monkeypatch.setitem(views.VIEWS, "latency", views.checked(module["sections"]))  # type: ignore[arg-type]
+    monkeypatch.setitem(views.views(), "latency", views.checked(module["sections"]))  # type: ignore[arg-type]
     out = tmp_path / "latency.html"
     inputs = {kind: sorted(LATENCY.rglob(f"{kind}.parquet")) for kind in ("figures", "status")}
     pipeline.report_page(ROOT / "kernels", "latency", inputs, {}, out, {}, ["latency"])

@@ -141,8 +141,8 @@ def compute(
         return []
     by_point = points(raw)
     figures = [f for case in cases for f in case_figures(case, raw, by_point)]
-    figures += derived.figures(cases[0].category, frames, figures)
     by_id = {c.id: c for c in cases}
+    figures += derived.figures(cases[0].category, frames, figures, by_id)
     known = others | {cases[0].category: figures}
     stand_for_paper(figures, by_id)
     clocks = point_clocks(raw)

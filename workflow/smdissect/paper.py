@@ -4,15 +4,12 @@ manifests' `paper:`); its test sections mapped to smdissect's categories; and a 
 
 from __future__ import annotations
 
-import ast
 import fnmatch
 import json
 import math
 import re
-import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +27,6 @@ from .tables import STATUS_RANK, parse_params, worst_status
 
 MAP = "reference/paper_map.yaml"
 REFERENCE = "reference/seed_sm120.csv"
-DERIVED = Path(derived.__file__).parent  # the derivers: the metric names they can give are their string literals
 
 # Why a row of the paper has no counterpart here: the only reasons a map entry may give.
 REASONS = {
@@ -267,30 +263,11 @@ def named(cases: Iterable[catalog.Case]) -> dict[str, Entry]:
         had = out.get(c.paper, Entry(c.paper, ""))
         where = ", ".join(w for w in (had.where, f"kernels/{c.category}/cases.yaml") if w)
         out[c.paper] = Entry(c.paper, where, (*had.refs, Ref(c.category, c.id, c.measures[0])))
-    for category, deriver in derived.DERIVERS.items():
-        module = sys.modules[deriver.__module__]
+    for category, module in derived.modules().items():
         where = f"workflow/smdissect/derived/{Path(module.__file__ or '').name}"
         for row in getattr(module, "PAPER", {}).values():
             out.setdefault(row, Entry(row, where, category=category))
     return out
-
-
-@cache
-def deriver_metrics() -> tuple[re.Pattern[str], ...]:
-    """Every metric name a deriver can give, as patterns: its modules' string literals, an f-string's fields as
-    wildcards (a metric in no literal of theirs is no derived figure's)."""
-    found = []
-    for path in sorted(DERIVED.glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                found.append(re.escape(node.value))
-            elif isinstance(node, ast.JoinedStr) and any(isinstance(v, ast.Constant) for v in node.values):
-                found.append(
-                    "".join(
-                        re.escape(str(v.value)) if isinstance(v, ast.Constant) else "[a-z0-9_]+" for v in node.values
-                    )
-                )
-    return tuple(re.compile(p) for p in dict.fromkeys(found))
 
 
 def _ref(spec: dict[str, Any], cases: dict[str, catalog.Case], where: str) -> Ref:
@@ -299,10 +276,10 @@ def _ref(spec: dict[str, Any], cases: dict[str, catalog.Case], where: str) -> Re
     if case is None:
         raise SmdissectError(f"{where}: case {spec['case']} is in no kernels/*/cases.yaml: fix the case name")
     metric = spec["metric"]
-    if metric not in case.measures and not any(p.fullmatch(metric) for p in deriver_metrics()):
+    if metric not in case.measures and metric not in derived.metrics(case.category):
         raise SmdissectError(
             f"{where}: {case.ref} has no metric {metric} (it measures {', '.join(case.measures)}, and "
-            "no deriver gives one by that name): fix the metric"
+            f"the {case.category} deriver declares none by that name): fix the metric"
         )
     for axis, value in spec.get("at", {}).items():
         if value not in case.sweep.get(axis, ()):

@@ -1,50 +1,65 @@
-"""Figures a category derives from several points of its sweeps (cache levels, knees, fits, ratios), one module
-per category, registered here by name."""
+"""Figures a category derives from several points of its sweeps (cache levels, knees, fits, ratios): one module per
+category, found here by the CATEGORY it declares, with the metrics it gives (METRICS) and the paper rows it ties."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+import importlib
+import pkgutil
+from types import ModuleType
+from typing import Protocol
 
 import pandas as pd
 
+from ..catalog import Case
+from ..errors import SmdissectError
 from ..figure_model import Figure
-from . import (  # async_: a keyword
-    async_,
-    attention,
-    cluster,
-    control,
-    gemm,
-    geometry,
-    interconnect,
-    launch,
-    memory,
-    pipelines,
-    power,
-    scheduler,
-    sync,
-    tensorcore,
-)
-
-Deriver = Callable[[dict[str, pd.DataFrame], list[Figure]], list[Figure]]
-DERIVERS: dict[str, Deriver] = {
-    "async": async_.figures,
-    "attention": attention.figures,
-    "cluster": cluster.figures,
-    "control": control.figures,
-    "gemm": gemm.figures,
-    "geometry": geometry.figures,
-    "interconnect": interconnect.figures,
-    "launch": launch.figures,
-    "memory": memory.figures,
-    "pipelines": pipelines.figures,
-    "power": power.figures,
-    "scheduler": scheduler.figures,
-    "sync": sync.figures,
-    "tensorcore": tensorcore.figures,
-}
 
 
-def figures(category: str, frames: dict[str, pd.DataFrame], generic: list[Figure]) -> list[Figure]:
-    """The derived figures of a category from its tables and its generic figures (none without a deriver)."""
-    derive = DERIVERS.get(category)
-    return derive(frames, generic) if derive else []
+class Deriver(Protocol):
+    """A category's derived figures from its tables, its generic figures and its manifest cases by id."""
+
+    def __call__(
+        self, frames: dict[str, pd.DataFrame], generic: list[Figure], cases: dict[str, Case], /
+    ) -> list[Figure]: ...
+
+
+@functools.cache
+def modules() -> dict[str, ModuleType]:
+    """Every deriver module of this package by the category it declares (CATEGORY); helpers declare none."""
+    found: dict[str, ModuleType] = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        category = getattr(module, "CATEGORY", None)
+        if category is None:
+            continue
+        if category in found:
+            raise SmdissectError(
+                f"{module.__name__} and {found[category].__name__} both declare CATEGORY = {category!r}: keep one"
+            )
+        found[category] = module
+    return found
+
+
+def metrics(category: str) -> frozenset[str]:
+    """The metrics a category's deriver declares it gives (none without a deriver)."""
+    module = modules().get(category)
+    return frozenset(module.METRICS) if module else frozenset()
+
+
+def figures(
+    category: str, frames: dict[str, pd.DataFrame], generic: list[Figure], cases: dict[str, Case]
+) -> list[Figure]:
+    """The derived figures of a category (none without a deriver); a figure whose metric its deriver does not
+    declare is a one-line error."""
+    module = modules().get(category)
+    if module is None:
+        return []
+    derive: Deriver = module.figures
+    made = derive(frames, generic, cases)
+    undeclared = sorted({f.metric for f in made} - set(module.METRICS))
+    if undeclared:
+        raise SmdissectError(
+            f"{module.__name__} gives metrics it does not declare: {', '.join(undeclared)}: add them to its METRICS"
+        )
+    return made

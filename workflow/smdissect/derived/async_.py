@@ -17,6 +17,11 @@ from ..figure_model import Check, Figure
 from ..tables import canonical_params, parse_params, point_text
 from . import samples as s
 
+CATEGORY = "async"
+METRICS = frozenset(
+    {"ctas_for_90pct", "cycles_per_kb", "outstanding_for_90pct", "vs_ldg", "vs_no_hint", "vs_unicast"}
+)  # every metric a figure of this deriver can have
+
 NEAR_PEAK = 0.90  # a curve's knee: the first point within 10% of its best
 TARGET = 0.90  # TMA bulk best over LDG best that the bulk path should reach
 POLICIES = {1: "evict_last working set", 2: "evict_first streaming set", 3: "evict_last + persisting set-aside"}

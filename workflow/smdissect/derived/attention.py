@@ -6,8 +6,14 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..catalog import Case
 from ..figure_model import Figure
 from .samples import at, keep, make, params_of, samples
+
+CATEGORY = "attention"
+METRICS = frozenset(
+    {"over_torch_sdpa", "qk_pv_removed", "second_qk_adds", "second_softmax_adds", "softmax_share", "tensor_share"}
+)  # every metric a figure of this deriver can have
 
 METRIC = "cycles_per_tile"
 # name -> (title, variants (after tile_) whose per-tile cycles it stands on, fn of their medians in that order, how)
@@ -77,7 +83,7 @@ def _over_torch(raw: pd.DataFrame, params: str) -> Figure | None:
     )
 
 
-def figures(frames: dict[str, pd.DataFrame], generic: list[Figure]) -> list[Figure]:
+def figures(frames: dict[str, pd.DataFrame], generic: list[Figure], cases: dict[str, Case]) -> list[Figure]:
     """Every derived figure of the attention category's run."""
     raw = frames.get("raw")
     if raw is None or raw.empty:

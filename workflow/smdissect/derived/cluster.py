@@ -17,6 +17,29 @@ from ..tables import parse_params
 from . import samples as s
 from .cluster_topology import PARTS as TOPOLOGY_PARTS
 
+CATEGORY = "cluster"
+METRICS = frozenset(
+    {
+        "generic_path",
+        "gpc_locality",
+        "gpcs",
+        "groups_all_launches",
+        "growth",
+        "largest_group",
+        "latency",
+        "release_cost",
+        "remote_hop",
+        "round_trip",
+        "round_trip_cross_gpc",
+        "round_trip_group",
+        "round_trip_pair",
+        "round_trip_same_gpc",
+        "sms_per_gpc_max",
+        "sms_per_gpc_min",
+        "vs_local",
+    }
+)  # every metric a figure of this deriver can have
+
 BARRIERS = {"cluster_barrier": "arrive (release) + wait", "cluster_barrier_relaxed": "arrive.relaxed + wait"}
 STREAMS = {"dsmem_read": "smem_read_local", "dsmem_write": "smem_write_local"}
 MIN_CLUSTER = 2  # a barrier summary is over clusters of CTAs on several SMs (cluster=1 is one CTA on one SM)

@@ -14,6 +14,31 @@ from ..figure_model import Figure
 from ..tables import canonical_params, parse_params
 from . import samples as s
 
+CATEGORY = "control"
+METRICS = frozenset(
+    {
+        "call_cost",
+        "divergence_cost",
+        "divergent_cost",
+        "level0_cpi",
+        "level0_holds_kb",
+        "level0_miss_cost",
+        "level1_cpi",
+        "level1_holds_kb",
+        "level1_miss_cost",
+        "level2_cpi",
+        "level2_holds_kb",
+        "node_overhead",
+        "not_taken_cost",
+        "per_arm_imad",
+        "spill_cost",
+        "store_cost",
+        "taken_cost",
+        "taken_minus_not_taken",
+        "uniform_cost",
+    }
+)  # every metric a figure of this deriver can have
+
 CHAIN = ("branch_chain", "step", "{}")  # 8 dependent IMADs a step: what every branch and call step is measured against
 ARM = 8  # IMADs of the chain step and of each branch_divergence leaf
 SHORT_ARM = 4  # IMADs of each branch_predicated arm

@@ -6,8 +6,14 @@ from __future__ import annotations
 import pandas as pd
 
 from .. import archs
+from ..catalog import Case
 from ..figure_model import Figure
 from .samples import at, column, from_values, keep, make, params_of, point_of, run_of, samples
+
+CATEGORY = "gemm"
+METRICS = frozenset(
+    {"cutlass_over_cublas", "pct_of_peak_at_clock_cublas", "pct_of_peak_at_clock_cutlass"}
+)  # every metric a figure of this deriver can have
 
 FORMATS = {"gemm_bf16": "bf16", "gemm_nvfp4": "e2m1"}  # the tensor format each GEMM case runs
 # metric of each library's TFLOPS per case (gemm_nvfp4 has CUTLASS only)
@@ -67,7 +73,7 @@ def _ratio(raw: pd.DataFrame, generic: list[Figure]) -> Figure | None:
     )
 
 
-def figures(frames: dict[str, pd.DataFrame], generic: list[Figure]) -> list[Figure]:
+def figures(frames: dict[str, pd.DataFrame], generic: list[Figure], cases: dict[str, Case]) -> list[Figure]:
     """Every derived figure of the gemm category's run."""
     raw = frames.get("raw")
     if raw is None or raw.empty:

@@ -12,11 +12,38 @@ import numpy as np
 import pandas as pd
 
 from .. import archs, latency_modes
+from ..catalog import Case
 from ..figure_model import REFERENCE, Check, Figure
 from ..tables import canonical_params, kb_text, parse_params
 from . import geometry_caches, memory
 from .curves import axis_values, curve, level_figure, levels, with_checks
 from .samples import checkout_cases, keep, make, run_of, samples
+
+CATEGORY = "geometry"
+METRICS = frozenset(
+    {
+        "bandwidth",
+        "bytes_per_miss",
+        "camping_ratio",
+        "falloff_mb",
+        "far_share",
+        "hit_latency",
+        "interleave_bytes",
+        "l1_capacity",
+        "level0_latency",
+        "level1_latency",
+        "line_bytes",
+        "miss_latency",
+        "persisting_gain",
+        "reach_at_least",
+        "sector_bytes",
+        "tlb1_entries",
+        "tlb1_miss_penalty",
+        "tlb1_reach",
+        "tlb_steps",
+        "ways_at_least",
+    }
+)  # every metric a figure of this deriver can have
 
 TLB_CASES = ("tlb_chase", "tlb_chase_wide", "tlb_chase_huge")  # strides 2 MB, 32 MB, 1 GB
 # a TLB latency level: points within 1% of its median (~3 cycles at an L2 hit's ~280): the L2 slices a page count's
@@ -821,7 +848,7 @@ def interleave(base: Figure, placed: np.ndarray) -> Figure | None:
     )
 
 
-def figures(frames: dict[str, pd.DataFrame], generic: list[Figure]) -> list[Figure]:
+def figures(frames: dict[str, pd.DataFrame], generic: list[Figure], cases: dict[str, Case]) -> list[Figure]:
     """Every derived figure of the geometry category's run."""
     raw = frames.get("raw")
     if raw is None or raw.empty:

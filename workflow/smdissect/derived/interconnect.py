@@ -9,9 +9,13 @@ import numpy as np
 import pandas as pd
 
 from .. import catalog
+from ..catalog import Case
 from ..figure_model import Figure
 from ..tables import canonical_params, parse_params
 from . import samples as s
+
+CATEGORY = "interconnect"
+METRICS = frozenset({"latency_ns"})  # every metric a figure of this deriver can have
 
 COPIES = {
     "memcpy_peer": ("cudaMemcpyPeerAsync", 1),
@@ -159,7 +163,7 @@ def in_ns(raw: pd.DataFrame, case: str, methods: dict[str, str]) -> list[Figure]
     return s.keep(out)
 
 
-def figures(frames: dict[str, pd.DataFrame], generic: list[Figure]) -> list[Figure]:
+def figures(frames: dict[str, pd.DataFrame], generic: list[Figure], cases: dict[str, Case]) -> list[Figure]:
     """Every derived figure of the interconnect category."""
     raw = frames.get("raw")
     if raw is None or raw.empty:

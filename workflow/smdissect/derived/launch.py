@@ -14,6 +14,28 @@ from ..figure_model import Check, Figure
 from ..tables import parse_params
 from . import samples as s
 
+CATEGORY = "launch"
+METRICS = frozenset(
+    {
+        "dependent_gap",
+        "encoded_peak",
+        "fault_per_page",
+        "fault_rate",
+        "free_per_gib",
+        "link_share",
+        "load_cost",
+        "malloc_per_gib",
+        "pair_per_gib",
+        "per_kernel",
+        "prefetch_rate",
+        "prefetch_speedup",
+        "raw_peak",
+        "saves_vs_serial",
+        "start_gap",
+        "vs_pinned",
+    }
+)  # every metric a figure of this deriver can have
+
 MODES = {"gap_serial": "serial", "gap_graph": "graph", "gap_pdl": "PDL", "gap_graph_pdl": "graph + PDL"}
 GAPS = {"dependent_gap": "dependent gap", "start_gap": "start gap", "per_kernel": "per kernel"}
 # PCIe generation by transfer rate (GT/s), and the share of the raw rate its line encoding leaves for data

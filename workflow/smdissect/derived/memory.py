@@ -16,10 +16,42 @@ import numpy as np
 import pandas as pd
 
 from .. import archs, catalog, latency_modes, stats
+from ..catalog import Case
 from ..checks import limit, on_plateau, plateau_check
 from ..figure_model import REFERENCE, Check, Figure, points
 from ..tables import canonical_params, kb_text, parse_params, point_text
 from .samples import checkout_cases, from_values, keep, make, point_of, run_of, samples
+
+CATEGORY = "memory"
+METRICS = frozenset(
+    {
+        "clusters",
+        "conflict_penalty",
+        "dram_latency",
+        "far_latency",
+        "far_share",
+        "knee",
+        "l1_capacity",
+        "l1_latency",
+        "l2_capacity",
+        "l2_latency",
+        "latency",
+        "latency_128bit",
+        "latency_64bit",
+        "latency_max_ways",
+        "line_agreement",
+        "near_latency",
+        "of_datasheet",
+        "over_memcpy_d2d",
+        "over_torch_copy",
+        "same_sides",
+        "separation",
+        "single_load_latency",
+        "slow_share",
+        "tail_latency",
+        "timing_overhead",
+    }
+)  # every metric a figure of this deriver can have
 
 NEAR = 0.05  # a level: at least MIN_POINTS consecutive footprints, each within 5% of their median
 MIN_POINTS = 3  # two points 10% apart on a rising curve are no plateau
@@ -620,6 +652,7 @@ def near_far(raw: pd.DataFrame) -> list[Figure]:
                 "slow_share",
             ),
             s.figure(
+                "same_sides",
                 "separation",
                 "rms widths",
                 "L2 cluster separation",
@@ -963,7 +996,7 @@ def _at(params: str) -> str:
     return f" at {text}" if text else ""
 
 
-def figures(frames: dict[str, pd.DataFrame], generic: list[Figure]) -> list[Figure]:
+def figures(frames: dict[str, pd.DataFrame], generic: list[Figure], cases: dict[str, Case]) -> list[Figure]:
     """Every derived figure of the memory category's run; the generic figures of what the device reports get their
     checks against it here (check_reports)."""
     raw = frames.get("raw")

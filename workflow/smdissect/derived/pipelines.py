@@ -11,8 +11,25 @@ import numpy as np
 import pandas as pd
 
 from ..archs import ISSUE_RATE
+from ..catalog import Case
 from ..figure_model import Figure
 from ..tables import parse_params, point_text
+
+CATEGORY = "pipelines"
+METRICS = frozenset(
+    {
+        "dispatch",
+        "dispatch_slope",
+        "ilp_knee",
+        "latency_penalty",
+        "paired_total",
+        "pipe_groups",
+        "sharing_index",
+        "slowdown_beyond_issue",
+        "throughput_alone",
+        "throughput_penalty",
+    }
+)  # every metric a figure of this deriver can have
 
 KNEE = 0.9  # the ILP knee: the smallest ILP reaching this share of the best throughput at one warp count
 SHARED_INDEX = 0.7  # sharing index from which a pair shares one pipe (0 = only the issue limit, 1 = one pipe)
@@ -527,7 +544,7 @@ def dispatch_figures(raw: pd.DataFrame, generic: list[Figure]) -> list[Figure]:
     return out
 
 
-def figures(frames: dict[str, pd.DataFrame], generic: list[Figure]) -> list[Figure]:
+def figures(frames: dict[str, pd.DataFrame], generic: list[Figure], cases: dict[str, Case]) -> list[Figure]:
     """Every derived figure of the pipelines category."""
     raw = frames.get("raw", pd.DataFrame())
     if raw is None or raw.empty:

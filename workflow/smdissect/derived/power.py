@@ -14,11 +14,45 @@ import numpy as np
 import pandas as pd
 
 from .. import archs, power
+from ..catalog import Case
 from ..checks import BOUND_TOLERANCE, point_clocks
 from ..figure_model import REFERENCE, Check, Figure
 from ..run import SLOWDOWNS
 from ..tables import canonical_params
 from .samples import at, keep, make, params_of, run_of, samples
+
+CATEGORY = "power"
+METRICS = frozenset(
+    {
+        "clock_jitter",
+        "default_sm_clock",
+        "fit_r2",
+        "fit_residual",
+        "fit_rms",
+        "infrastructure_share",
+        "k_per_sm",
+        "max_power_limit",
+        "max_sm_clock",
+        "p_infrastructure",
+        "p_infrastructure_minus_idle",
+        "power_end",
+        "power_end_share",
+        "power_limit",
+        "slowdown_events",
+        "slowdown_share",
+        "sm_clock",
+        "soak_clock_change",
+        "soak_clock_end",
+        "soak_clock_start",
+        "sustained_clock_max",
+        "sustained_clock_min",
+        "temperature_end",
+        "temperature_rise",
+        "temperature_start",
+        "tflops_per_w",
+        "tflops_per_w_vs_fp32",
+    }
+)  # every metric a figure of this deriver can have
 
 FP32 = "power_fp32_ffma"  # the precision TFLOPS/W is compared with
 CLOCK = "sm_clock_nvml"  # the SM clock NVML reads every 25 ms of each point's window
@@ -517,7 +551,7 @@ def _soak(raw: pd.DataFrame) -> list[Figure | None]:
     return out
 
 
-def figures(frames: dict[str, pd.DataFrame], generic: list[Figure]) -> list[Figure]:
+def figures(frames: dict[str, pd.DataFrame], generic: list[Figure], cases: dict[str, Case]) -> list[Figure]:
     """Every derived figure of the power category's run."""
     raw = frames.get("raw")
     if raw is None or raw.empty:

@@ -19,10 +19,11 @@ from ..tables import point_text
 Part = Callable[[pd.DataFrame, dict[str, str]], list[Figure]]
 
 
-def of_parts(*parts: Part) -> Callable[[dict[str, pd.DataFrame], list[Figure]], list[Figure]]:
-    """A category's deriver made of parts, each given the raw table and each case's method (none without raw)."""
+def of_parts(*parts: Part) -> Callable[[dict[str, pd.DataFrame], list[Figure], dict[str, catalog.Case]], list[Figure]]:
+    """A category's deriver made of parts, each given the raw table and the method of each case with a generic
+    figure (none without raw)."""
 
-    def derive(frames: dict[str, pd.DataFrame], generic: list[Figure]) -> list[Figure]:
+    def derive(frames: dict[str, pd.DataFrame], generic: list[Figure], cases: dict[str, catalog.Case]) -> list[Figure]:
         raw = frames.get("raw")
         if raw is None or raw.empty:
             return []

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import pandas as pd
 
+from ..catalog import Case
 from ..figure_model import REFERENCE, Check, Figure
 from ..tables import point_text
 from .pipelines import (
@@ -27,6 +28,25 @@ from .pipelines import (
     unit_of,
     with_papers,
 )
+
+CATEGORY = "scheduler"
+METRICS = frozenset(
+    {
+        "binding",
+        "compiler_stall",
+        "dec_cost",
+        "depth",
+        "inc_cost",
+        "pair_throughput",
+        "safe_stall",
+        "saturation_warps",
+        "slowdown",
+        "stall_slope",
+        "throughput",
+        "wrong_results",
+        "yield_ratio",
+    }
+)  # every metric a figure of this deriver can have
 
 SLOWED = 0.75  # a partner slows warp 0 when warp 0's rate falls below this share of its rate alone
 STEP = 0.5  # a scoreboard step: cycles per iteration rise by this share of a one-load iteration between two points
@@ -607,7 +627,7 @@ def control_code_figures(frames: dict[str, pd.DataFrame], generic: list[Figure])
     return out
 
 
-def figures(frames: dict[str, pd.DataFrame], generic: list[Figure]) -> list[Figure]:
+def figures(frames: dict[str, pd.DataFrame], generic: list[Figure], cases: dict[str, Case]) -> list[Figure]:
     """Every derived figure of the scheduler category."""
     raw = frames.get("raw", pd.DataFrame())
     if raw is None or raw.empty:

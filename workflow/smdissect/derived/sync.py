@@ -12,6 +12,25 @@ from ..figure_model import Check, Figure
 from ..tables import canonical_params, parse_params
 from . import samples as s
 
+CATEGORY = "sync"
+METRICS = frozenset(
+    {
+        "acquire_cost",
+        "fence_cost",
+        "first_store",
+        "fixed",
+        "overshoot",
+        "per_store",
+        "per_warp",
+        "red_over_atom",
+        "release_cost",
+        "remote_hop",
+        "shortest_sleep",
+        "syncwarp_cost",
+        "time_us",
+    }
+)  # every metric a figure of this deriver can have
+
 BOUND_FROM = 1000  # ns: the shortest request whose sleep PTX's bound is held to (see bound)
 CONTENTION = {0: "a word per thread", 1: "one word", 2: "a word per warp"}
 # Fences with stores in flight: the case with N stores and the store-free fence it extends (N = 0).

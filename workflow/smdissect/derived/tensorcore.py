@@ -8,10 +8,25 @@ from __future__ import annotations
 import pandas as pd
 
 from .. import archs, tables
+from ..catalog import Case
 from ..figure_model import Figure
 from .pipelines import KNEE, chain_points, knee_figures, method_of, num, robust, series
 from .samples import at, keep, make, point_of, run_of, samples
 from .scheduler import saturation_warps
+
+CATEGORY = "tensorcore"
+METRICS = frozenset(
+    {
+        "ilp_knee",
+        "issue_interval",
+        "over_mma_sync",
+        "pct_of_peak",
+        "saturation_warps",
+        "smem_bytes",
+        "tflops",
+        "throughput",
+    }
+)  # every metric a figure of this deriver can have
 
 SMSPS = archs.SCHEDULERS  # sub-partitions per SM: one mma.sync or ldmatrix warp issues on one of them
 # Bytes of shared memory one warp instruction of each ldmatrix case moves: .x1 one 8x8 b16 matrix (128 B), .x2 two,
@@ -222,7 +237,7 @@ def saturation_figures(raw: pd.DataFrame, generic: list[Figure]) -> list[Figure]
     return out
 
 
-def figures(frames: dict[str, pd.DataFrame], generic: list[Figure]) -> list[Figure]:
+def figures(frames: dict[str, pd.DataFrame], generic: list[Figure], cases: dict[str, Case]) -> list[Figure]:
     """Every derived figure of the tensorcore category's run."""
     raw = frames.get("raw")
     if raw is None or raw.empty:

@@ -1,9 +1,13 @@
-"""Each category's own sections of its page, registered here by category against one contract, `View`: a function
-of the category's tables that returns its titled sections, placed after the findings."""
+"""Each category's own sections of its page: one module per category, found here by the CATEGORY it declares, whose
+`sections` meets one contract, `View`: a function of the category's tables that returns its titled sections, placed
+after the findings. A category without a module has the sections every page has, and no others."""
 
 from __future__ import annotations
 
+import functools
+import importlib
 import inspect
+import pkgutil
 import typing
 from collections.abc import Callable
 from typing import Protocol
@@ -11,22 +15,6 @@ from typing import Protocol
 import pandas as pd
 
 from ..errors import SmdissectError
-from . import (  # async_: a keyword
-    async_,
-    attention,
-    cluster,
-    control,
-    gemm,
-    geometry,
-    interconnect,
-    launch,
-    memory,
-    pipelines,
-    power,
-    scheduler,
-    sync,
-    tensorcore,
-)
 
 # A category's tables by kind (raw, status, ncu, stalls, pipes, crossval, figures, sass, sass_checks, controlcodes),
 # with `cases` (its manifest entries) and `reference` (the paper's figures); a kind that was not made is absent.
@@ -62,30 +50,23 @@ def common_only(frames: Frames) -> list[Section]:
     return []
 
 
-VIEWS: dict[str, View] = {
-    "async": checked(async_.sections),
-    "attention": checked(attention.sections),
-    "cluster": checked(cluster.sections),
-    "control": checked(control.sections),
-    "gemm": checked(gemm.sections),
-    "geometry": checked(geometry.sections),
-    "interconnect": checked(interconnect.sections),
-    "latency": checked(common_only),
-    "launch": checked(launch.sections),
-    "memory": checked(memory.sections),
-    "pipelines": checked(pipelines.sections),
-    "power": checked(power.sections),
-    "scheduler": checked(scheduler.sections),
-    "sync": checked(sync.sections),
-    "tensorcore": checked(tensorcore.sections),
-}
+@functools.cache
+def views() -> dict[str, View]:
+    """Every view module's `sections`, checked against View, by the category the module declares (CATEGORY)."""
+    found: dict[str, View] = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        category = getattr(module, "CATEGORY", None)
+        if category is None:
+            continue
+        if category in found:
+            raise SmdissectError(
+                f"two view modules declare CATEGORY = {category!r} ({module.__name__} is one): keep one"
+            )
+        found[category] = checked(module.sections)
+    return found
 
 
 def view_of(category: str) -> View:
-    """The registered view of a category; a category without one is a one-line error that names the fix."""
-    if category not in VIEWS:
-        raise SmdissectError(
-            f"category {category!r} has no view: register one in VIEWS (workflow/smdissect/views/__init__.py; "
-            "`common_only` where it has no sections of its own)"
-        )
-    return VIEWS[category]
+    """The view of a category: its module's sections, or only the common ones where it has no module."""
+    return views().get(category, common_only)

@@ -10,6 +10,8 @@ import pandas as pd
 from smdissect import catalog, charts, evidence, markup
 from smdissect.derived import async_ as derived
 
+CATEGORY = "async"
+
 TMA = ["bulk_depth", "bulk_ctas", "tensor_depth", "tensor_ctas"]
 LATENCY = catalog.ids("async", family="latency")
 COSTS = catalog.ids("async", family="costs")

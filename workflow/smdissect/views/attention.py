@@ -8,6 +8,8 @@ import pandas as pd
 
 from smdissect import charts, evidence, markup
 
+CATEGORY = "attention"
+
 VARIANTS = ["full", "no_softmax", "no_qk", "no_pv", "no_qk_no_pv", "double_softmax", "double_qk"]
 PAPER = {"softmax": "flashattn_softmax_share_sm120", "tensor core": "flashattn_tc_share_sm120"}  # reference ids
 POINT = ["head_dim", "ctas_per_sm"]

@@ -12,6 +12,8 @@ from smdissect import charts, evidence, markup
 from smdissect.derived.cluster import sm_groups
 from smdissect.derived.cluster_topology import gpc_groups, sm_ranges
 
+CATEGORY = "cluster"
+
 BARRIERS = {"cluster_barrier": "arrive (release) + wait", "cluster_barrier_relaxed": "arrive.relaxed + wait"}
 CHASES = {
     "dsmem_latency": "peer CTA (shared::cluster)",

@@ -9,6 +9,8 @@ import pandas as pd
 
 from smdissect import charts, evidence, markup
 
+CATEGORY = "control"
+
 COLUMNS = ("figure", "value", "unit", "spread", "status", "reason")
 BRANCH_CASES = (
     "branch_chain",

@@ -7,6 +7,8 @@ import pandas as pd
 
 from smdissect import archs, charts, evidence, markup, stats
 
+CATEGORY = "gemm"
+
 LIBRARIES = {"cutlass": "CUTLASS", "cublas": "cuBLAS"}
 TOP_STALLS = 6  # stall reasons shown per launch, largest first
 TOP_PIPES = 8  # pipes shown per launch, busiest first

@@ -10,6 +10,8 @@ import pandas as pd
 
 from smdissect import charts, evidence, markup
 
+CATEGORY = "geometry"
+
 TLB = ("tlb_chase", "tlb_chase_wide", "tlb_chase_huge")
 L1 = ("l1_sector", "l1_capacity", "l1_line", "l1_ways")
 L2 = ("l2_bandwidth", "l2_camping", "l2_persist", "l2_address_map", "device_geometry")

@@ -12,6 +12,8 @@ import pandas as pd
 
 from smdissect import charts, evidence, markup
 
+CATEGORY = "interconnect"
+
 COPIES = {"memcpy_peer": "memcpy uni", "memcpy_peer_bidir": "memcpy bidir", "kernel_copy_peer": "kernel copy"}
 # nvmlGpuTopologyLevel_t and nvmlNvlinkVersion_t (nvml.h): the codes NVML returns, as NVML names them.
 TOPOLOGY = {

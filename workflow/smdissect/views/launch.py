@@ -14,6 +14,8 @@ import pandas as pd
 from smdissect import catalog, charts, evidence, markup
 from smdissect.derived.launch import DIRECTIONS, GAPS, MODES, grid_label, resolution_us
 
+CATEGORY = "launch"
+
 COLUMNS = ("figure", "value", "unit", "spread", "status", "reason")
 HOST = {**{c: label for c, (label, _) in DIRECTIONS.items()}, "h2d_pageable": "H2D pageable"}
 ALLOC = {"malloc": "cudaMalloc", "free": "cudaFree", "pair": "cudaMalloc + cudaFree"}

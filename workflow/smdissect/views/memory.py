@@ -16,6 +16,8 @@ from smdissect import catalog, charts, evidence, latency_modes, markup
 from smdissect.derived import memory as derived
 from smdissect.tables import kb_text, parse_params
 
+CATEGORY = "memory"
+
 FLAVOURS = ["default", "ca", "cg", "cs", "lu", "cv", "nc", "const"]
 OLD_NEAR_FAR = ["latency_near", "latency_far", "far_share", "outlier_share"]  # chase_near_far before load_latency
 BANDWIDTH = ["dram_read", "dram_write", "dram_copy", "l2_read", "l1_read", "smem_read", *derived.LIBRARIES]

@@ -14,6 +14,8 @@ from smdissect.archs import ISSUE_RATE
 from smdissect.derived.pipelines import PARTLY_INDEX, SEPARABLE, SHARED_INDEX, pair_figure_names, subnormal_ops
 from smdissect.tables import point_text
 
+CATEGORY = "pipelines"
+
 PIPE_SHARE = 0.1  # pipes counting at least this share of the busiest pipe's instructions (loop overhead is less)
 KNEE_NAME = re.compile(r" ILP knee at warps=(?P<warps>\d+)$")
 FIGURE_COLUMNS = ("figure", "value", "unit", "spread", "status", "reason")

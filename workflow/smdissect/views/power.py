@@ -9,6 +9,8 @@ import pandas as pd
 
 from smdissect import charts, evidence, markup, power
 
+CATEGORY = "power"
+
 MODEL = ("p_infrastructure", "k_per_sm", "fit_r2", "fit_rms", "p_infrastructure_minus_idle", "infrastructure_share")
 EFFICIENCY = ("tflops", "tflops_per_w", "tflops_per_w_vs_fp32")
 COLUMNS = ("figure", "value", "unit", "spread", "status", "reason")

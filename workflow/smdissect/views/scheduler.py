@@ -11,6 +11,8 @@ import pandas as pd
 from smdissect import catalog, charts, evidence, markup
 from smdissect.derived.scheduler import chain_stalls
 
+CATEGORY = "scheduler"
+
 FIGURE_COLUMNS = ("figure", "value", "unit", "spread", "status", "reason")
 
 

@@ -10,6 +10,8 @@ import pandas as pd
 from smdissect import charts, evidence, markup
 from smdissect.derived.sync import CONTENTION
 
+CATEGORY = "sync"
+
 COLUMNS = ("figure", "value", "unit", "spread", "status", "reason")
 BARRIERS = {"bar_sync": "bar.sync 0, all warps", "bar_named": "bar.sync 1, half the warps (2 barriers at once)"}
 SCOPES = ("cta", "cluster", "gpu", "sys")

@@ -13,6 +13,8 @@ import pandas as pd
 from smdissect import archs, charts, evidence, markup, stats
 from smdissect.tables import point_text
 
+CATEGORY = "tensorcore"
+
 TENSOR_OPS = ("HMMA", "IMMA", "BMMA", "DMMA", "QMMA", "OMMA", "HGMMA", "QGMMA", "IGMMA", "BGMMA")
 TENSOR_OPS += ("UTCHMMA", "UTCQMMA", "UTCIMMA", "UTCOMMA", "LDTM", "STTM")  # tcgen05 (sm_100a)
 # The figures of the per-format table, in the order each case shows them.
