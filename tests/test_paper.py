@@ -139,9 +139,9 @@ def test_a_row_not_in_the_paper_fails(tmp_path: Path) -> None:
 
 
 def test_derived_metrics_are_known_but_typos_are_not() -> None:
-    assert "ilp_knee" in derived.metrics("pipelines") and "dram_latency" in derived.metrics("memory")
-    assert "pct_of_peak_at_clock_cutlass" in derived.metrics("gemm")
-    assert "ilp_kneee" not in derived.metrics("pipelines") and not derived.metrics("latency")
+    assert derived.declares("pipelines", "ilp_knee") and derived.declares("memory", "dram_latency")
+    assert derived.declares("gemm", "pct_of_peak_at_clock_cutlass") and derived.declares("geometry", "level3_latency")
+    assert not derived.declares("pipelines", "ilp_kneee") and not derived.declares("latency", "ilp_knee")
 
 
 def test_a_deriver_giving_an_undeclared_metric_fails(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -276,7 +276,7 @@ def _ref(spec: dict[str, Any], cases: dict[str, catalog.Case], where: str) -> Re
     if case is None:
         raise SmdissectError(f"{where}: case {spec['case']} is in no kernels/*/cases.yaml: fix the case name")
     metric = spec["metric"]
-    if metric not in case.measures and metric not in derived.metrics(case.category):
+    if metric not in case.measures and not derived.declares(case.category, metric):
         raise SmdissectError(
             f"{where}: {case.ref} has no metric {metric} (it measures {', '.join(case.measures)}, and "
             f"the {case.category} deriver declares none by that name): fix the metric"

@@ -34,8 +34,12 @@ METRICS = frozenset(
         "round_trip_group",
         "round_trip_pair",
         "round_trip_same_gpc",
+        "same_gpc_next",
+        "same_tpc_next",
+        "sm_count",
         "sms_per_gpc_max",
         "sms_per_gpc_min",
+        "tpcs",
         "vs_local",
     }
 )  # every metric a figure of this deriver can have

@@ -652,7 +652,6 @@ def near_far(raw: pd.DataFrame) -> list[Figure]:
                 "slow_share",
             ),
             s.figure(
-                "same_sides",
                 "separation",
                 "rms widths",
                 "L2 cluster separation",

@@ -32,12 +32,16 @@ from .pipelines import (
 CATEGORY = "scheduler"
 METRICS = frozenset(
     {
+        "allocation_unit",
         "binding",
         "compiler_stall",
         "dec_cost",
         "depth",
         "inc_cost",
         "pair_throughput",
+        "register_partitions",
+        "registers_per_sm",
+        "reuse_ratio",
         "safe_stall",
         "saturation_warps",
         "slowdown",
