@@ -1,32 +1,19 @@
-"""Shared fixtures: the repo root, real builds of every case family, the GPU marker's skip reason, and the checks
-every category runs on a family's listing and SASS."""
+"""Pytest's hooks and the session's fixtures: the GPU marker's skip reason, the SASS dumped once per binary, and real
+builds of every case family (the helpers the tests share are in helpers.py)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
-import pandas as pd
 import pytest
-import yaml
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "workflow"))
-
-from smdissect import archs, build, catalog, device, sass, tables  # noqa: E402
-from smdissect.files import atomic_path  # noqa: E402
-
-ARCHS = ["sm_90a", "sm_120a"]  # the archs whose category-specific SASS facts the tests check
-BUILD_ARCHS = list(archs.CHECKED_ARCHS)  # every family builds and meets its claims on each
-FLAGS = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["nvcc_flags"]  # the pipeline's own flags
-FIXTURES = ROOT / "tests" / "fixtures"
-
+from helpers import BUILD_ARCHS, FLAGS, ROOT
+from smdissect import build, catalog, device, sass
+from smdissect.files import atomic_path
 
 BUILDS = ("compiled", "built")  # the fixtures that need nvcc's builds
 
@@ -131,67 +118,3 @@ def built(builds: Builds) -> dict[tuple[str, str, str], Path]:
     """Every (arch, category, family) binary, compiled for real with nvcc (once per session)."""
     binaries = {key: builds.start(*key).result() for key in FAMILIES}
     return {(arch, *key): binary for arch in BUILD_ARCHS for key, binary in binaries.items()}
-
-
-def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    """Run a command and capture its output as text."""
-    return subprocess.run(list(args), cwd=cwd, capture_output=True, text=True)
-
-
-def raw_frame(rows: Iterable[tuple[str, dict[str, int], str, list[float]]], **columns: object) -> pd.DataFrame:
-    """A raw table as the run stage writes it: one row per sample of each (case, params, metric, samples), on an
-    H200 at 1980 MHz unless `columns` say otherwise."""
-    common = {"gpu": "NVIDIA H200", "unit": "", "cycles": 0.0, "iterations": 1, "clock_mhz": 1980.0, "smid": 3}
-    common |= columns
-    out = [
-        common | {"case": case, "params": tables.canonical_params(params), "metric": metric, "repeat": i, "value": v}
-        for case, params, metric, samples in rows
-        for i, v in enumerate(samples)
-    ]
-    return tables.frame("raw", out)
-
-
-def listing(command: Path | list[str]) -> dict[str, list[dict]]:
-    """Case id -> its kernels, from a family's own --list (a binary, or the command that runs a script family)."""
-    argv = [str(command)] if isinstance(command, Path) else command
-    out = subprocess.run([*argv, "--list"], capture_output=True, text=True, check=True).stdout
-    return {entry["case"]: entry["kernels"] for entry in map(json.loads, out.splitlines())}
-
-
-def assert_profile_budget(category: str, cases: list[catalog.Case], budget: int) -> None:
-    """Assert that every profile sweep narrows its case's sweep and that each family ncu profiles makes fewer than
-    `budget` profiled launches."""
-    for case in cases:
-        for sweep in case.profiled_sweeps():
-            for key, values in sweep.items():
-                assert key in case.sweep and set(values) <= set(case.sweep[key]), case.id
-    for family, members in catalog.families(cases).items():
-        if catalog.family_settings(ROOT / "kernels", category, family)["profile"]:
-            launches = sum(len(c.profiled_points()) for c in members)
-            assert launches < budget, family
-
-
-def assert_sass_claims(binary: Path, arch: str, cases: Iterable[catalog.Case]) -> dict[str, list[dict]]:
-    """Assert that `binary` lists exactly `cases`, that each lists a kernel or makes no SASS claim and says why, that
-    every kernel is in the SASS for `arch`, that each case makes a claim per pass of its timed loop (in terms of
-    `ops`) or says why not, and that each claim of a case `arch` can run agrees, those in terms of `ops` counted in
-    one pass of the kernel's timed loop (sass.timed_loop) as the pipeline counts them; return the listing."""
-    kernels = listing(binary)
-    by_id = {c.id: c for c in cases}
-    assert set(kernels) == set(by_id)
-    text = sass.dump(binary, arch) if any(kernels.values()) else ""  # a Python family has none
-    counts, code = sass.opcodes(text), sass.code(text)
-    for case_id, entries in kernels.items():
-        case = by_id[case_id]
-        why, claims = case.explain.get("sass"), case.sass_expect or case.sass_forbid
-        assert entries or (why and not claims), f"{case_id} lists no kernel but makes SASS claims or does not say why"
-        for k in entries:
-            assert k["symbol"] in counts, f"{case_id}: {k['symbol']} not in the SASS"
-            if case.unsupported(arch) is not None:
-                continue
-            rows = sass.claims(case.on(arch), code[k["symbol"]], k["ops"])
-            assert rows or why, f"{case_id} makes no SASS claim and does not say why"
-            assert why or any(r["scope"] == "loop" for r in rows), f"{case_id} claims nothing per pass of its loop"
-            bad = [r for r in rows if r["verdict"] != "agree"]
-            assert not bad, f"{arch} {case_id} {k['symbol']}: {bad}"
-    return kernels

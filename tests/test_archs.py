@@ -3,15 +3,13 @@ datasheets they cite."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 import pytest
-from smdissect import archs, catalog, coverage, device, files
+from helpers import ROOT, RUN
+from smdissect import archs, catalog, coverage, device, features, files
 from smdissect.derived import gemm, tensorcore
 
-ROOT = Path(__file__).resolve().parents[1]
-H200 = ROOT / "reports" / "h200" / "tables" / "sm_90a"
+H200 = RUN / "sm_90a"  # the frozen H200 run (fixtures/run)
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90a", "sm_100a", "sm_120a", "sm_121a")
 
 
@@ -165,10 +163,10 @@ def test_derived_peak_says_it_was_derived() -> None:
     assert unknown is not None and unknown.derived
 
 
-def test_moved_tables_are_re_exported() -> None:
-    assert catalog.FEATURES is archs.FEATURES and catalog.BLACKWELL is archs.BLACKWELL
+def test_each_arch_table_has_one_home() -> None:
+    assert catalog.FEATURES is features.FEATURES
     assert device.ARCH_SPECIFIC is archs.ARCH_SPECIFIC
-    assert archs.FEATURES["wgmma"] == {90} and 120 in archs.FEATURES["f8f6f4"] and (12, 0) in archs.ARCH_SPECIFIC
+    assert features.FEATURES["wgmma"] == {90} and 120 in features.FEATURES["f8f6f4"] and (12, 0) in archs.ARCH_SPECIFIC
     assert archs.arch_version("sm_90a") == 90 and archs.arch_version("sm_120f") == 120
     assert archs.arch_version("compute_100a") == 100 and archs.arch_version("gfx942") is None
 
@@ -183,8 +181,8 @@ def test_gemm_percent_at_clock_uses_the_products_peak() -> None:
 
 def test_the_kernels_feature_header_is_the_feature_table() -> None:
     """kernels/common/features.cuh is FEATURES as preprocessor tests: one fact, written by `smdissect features`."""
-    header = (ROOT / archs.FEATURES_HEADER).read_text()
-    assert header == archs.features_header(), "run: python3 -m smdissect features"
+    header = (ROOT / features.FEATURES_HEADER).read_text()
+    assert header == features.features_header(), "run: python3 -m smdissect features"
     assert "#define SMD_HAS_tma (SMD_SM == 90 || SMD_SM == 100" in header and "#define SMD_HAS_wgmma 1" in header
 
 

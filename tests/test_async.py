@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ARCHS, ROOT, assert_profile_budget, assert_sass_claims, listing, raw_frame
+from helpers import ARCHS, ROOT, assert_profile_budget, assert_sass_claims, listing, raw_frame
 from smdissect import archs, catalog, device, figures, markup, ncu, parse, sass, tables
 from smdissect.derived import async_ as derived
 from smdissect.figure_model import judge

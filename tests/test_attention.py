@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ARCHS, ROOT, assert_sass_claims, listing, raw_frame
+from helpers import ARCHS, ROOT, RUN, assert_sass_claims, listing, raw_frame
 from smdissect import catalog, figures, paper, sass, tables
 from smdissect.figure_model import Figure
 from smdissect.views import attention as view
@@ -165,9 +165,7 @@ def test_view_on_a_real_shaped_run() -> None:
 
 
 def test_committed_h200_split() -> None:
-    paths = sorted((ROOT / "reports" / "h200" / "tables" / "sm_90a" / "attention").glob("*/raw.parquet"))
-    if not paths:
-        pytest.skip("no committed H200 attention run")
+    paths = sorted((RUN / "sm_90a" / "attention").glob("*/raw.parquet"))
     found = judged(tables.read("raw", paths))
     shares = {f.params: f.value for f in found.values() if f.case == "tile_full" and f.metric == "softmax_share"}
     alternating = {f.params: f.value for f in found.values() if f.case == "softmax_share"}

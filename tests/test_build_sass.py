@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ARCHS, BUILD_ARCHS, FLAGS, ROOT, assert_sass_claims, run_cli
-from smdissect import build, catalog, pipeline, protocol, sass, tables
+from helpers import ARCHS, BUILD_ARCHS, FLAGS, ROOT, assert_sass_claims, run_cli
+from smdissect import build, catalog, protocol, sass, tables
 from smdissect.errors import SmdissectError
+from smdissect.stages import static as static_stage
 
 
 @pytest.mark.parametrize("arch", BUILD_ARCHS)
@@ -20,9 +21,10 @@ def test_every_case_matches_its_sass_claims(built: dict, arch: str) -> None:
     for (a, category, family), binary in built.items():
         if a != arch:
             continue
-        cases = pipeline.family_cases(ROOT / "kernels", category, family)
-        _, _, rows, _ = pipeline.sass_rows(binary, binary.with_suffix(".json"), cases, arch, "test")  # the sass stage's
-        checks = tables.frame("sass_checks", rows)  # checks, without its control-code table (test_controlcodes)
+        cases = static_stage.family_cases(ROOT / "kernels", category, family)
+        # the sass stage's checks, without its control-code table (test_controlcodes)
+        _, _, rows, _ = static_stage.sass_rows(binary, binary.with_suffix(".json"), cases, arch, "test")
+        checks = tables.frame("sass_checks", rows)
         listed = {e["case"] for e in json.loads(binary.with_suffix(".json").read_text()) if e["kernels"]}
         assert set(checks.case) == listed, f"{category}/{family}: a case with kernels has no SASS check"
         failed.append(checks[checks.verdict == "disagree"].assign(family=f"{category}/{family}"))
@@ -194,7 +196,7 @@ def test_a_python_family_is_its_own_executable_with_no_sass(tmp_path: Path) -> N
     build.write_listing(binary, binary.with_suffix(".json"))
     case = catalog.Case("t", "lib_call", "lib.py", "torch call", ("ms",), {"n": [1]}, {})
     out = tmp_path / "s"
-    pipeline.sass_tables(binary, binary.with_suffix(".json"), [case], "sm_90a", "test", out / "s.parquet",
+    static_stage.sass_tables(binary, binary.with_suffix(".json"), [case], "sm_90a", "test", out / "s.parquet",
                          out / "c.parquet", out / "cc.parquet")  # fmt: skip
     assert tables.read("sass", out / "s.parquet").empty and tables.read("sass_checks", out / "c.parquet").empty
     assert tables.read("controlcodes", out / "cc.parquet").empty

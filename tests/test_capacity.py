@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from conftest import ROOT, raw_frame
+from helpers import ROOT, RUN, raw_frame
 from smdissect import catalog, figures, tables
-from smdissect.derived import memory as derived
+from smdissect.derived.memory.reports import SMEM_RESERVED
 from smdissect.figure_model import Figure, judge
 
 CASES = catalog.load(ROOT / "kernels", "memory")
-RUN = ROOT / "reports" / "h200" / "tables" / "sm_90a" / "memory"
+MEMORY = RUN / "sm_90a" / "memory"
 H200 = {  # what the committed H200 reports (device_attributes)
     "sm_count": 132.0,
     "l2_capacity": 62_914_560.0,
@@ -76,7 +76,7 @@ def test_a_strided_chain_counts_the_lines_it_touches_not_its_footprint() -> None
 
 
 def test_the_l2_level_of_one_sm_is_checked_against_one_partition() -> None:
-    run = tables.read("raw", sorted(RUN.glob("*/raw.parquet")))
+    run = tables.read("raw", sorted(MEMORY.glob("*/raw.parquet")))
     found = judged(run)
     l2, status, reason = found["chase L2 capacity detected (random)"]
     assert l2.value == 24576 and status == "verified"  # 24 to 32 MB of lines holds 30 MB, half the 60 MB
@@ -89,7 +89,7 @@ def test_the_l2_level_of_one_sm_is_checked_against_one_partition() -> None:
 
 
 def test_no_committed_capacity_is_beyond_the_device() -> None:
-    found = judged(tables.read("raw", sorted(RUN.glob("*/raw.parquet"))))
+    found = judged(tables.read("raw", sorted(MEMORY.glob("*/raw.parquet"))))
     bound = {"l1_capacity": 256, "l2_capacity": H200["l2_capacity"] / 1024}  # KB: L1+shared per SM, the device's L2
     capacities = [(f, status) for f, status, _ in found.values() if f.case == "chase" and f.metric in bound]
     assert len(capacities) == 8  # L1 and L2 of each of the four strides
@@ -123,4 +123,4 @@ def test_the_shared_memory_probe_is_checked_against_the_device(launched: float, 
     probe = raw_frame([("smem_capacity", {}, "capacity_per_block", [launched] * 3)])
     smem, found, reason = judged(pd.concat([reports(), probe]))["smem_capacity capacity_per_block"]
     assert found == status and "cudaDevAttrMaxSharedMemoryPerMultiprocessor" in reason
-    assert derived.SMEM_RESERVED == 1024 and smem.value == launched
+    assert SMEM_RESERVED == 1024 and smem.value == launched

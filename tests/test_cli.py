@@ -11,13 +11,11 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_cli
+from helpers import ROOT, RUN, one_line, run_cli
 from smdissect import __version__, cli
 from smdissect.errors import missing_module
-from test_faults import one_line
 
 SMD = [sys.executable, "-m", "smdissect"]
-TABLES = ROOT / "reports" / "h200" / "tables"  # the committed reference run: every category's figures
 # Hides modules from the interpreter (HIDE_MODULES=a,b) as if they were not installed.
 HIDE = """import os, sys
 
@@ -64,13 +62,13 @@ def test_version_and_console_script() -> None:
         ["--b", "paper"],
         ["--categories", "latency"],
         ["--categories", "latency", "memory", "--kernels", "kernels"],
-        ["--b", str(TABLES)],
-        ["--b", str(TABLES / "sm_90a" / "memory"), "--categories", "memory"],
+        ["--b", str(RUN)],
+        ["--b", str(RUN / "sm_90a" / "memory"), "--categories", "memory"],
     ],
     ids=["defaults", "paper", "one-category", "two-categories-and-kernels", "folder", "folder-and-category"],
 )
 def test_compare_gives_a_page(tmp_path: Path, options: list[str]) -> None:
-    proc = run_cli(*SMD, "compare", "--a", str(TABLES), "--out", str(tmp_path / "cmp.html"), *options)
+    proc = run_cli(*SMD, "compare", "--a", str(RUN), "--out", str(tmp_path / "cmp.html"), *options)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr[-3000:]
     page = (tmp_path / "cmp.html").read_text()
     after = options[options.index("--categories") + 1 :] if "--categories" in options else ["latency", "power"]
@@ -90,7 +88,7 @@ def test_compare_gives_a_page(tmp_path: Path, options: list[str]) -> None:
 def test_compare_misuse_is_one_line(tmp_path: Path, options: list[str], fix: str) -> None:
     (tmp_path / "empty").mkdir()
     options = [o.format(empty=tmp_path / "empty") for o in options]
-    proc = run_cli(*SMD, "compare", "--a", str(TABLES), "--out", str(tmp_path / "cmp.html"), *options)
+    proc = run_cli(*SMD, "compare", "--a", str(RUN), "--out", str(tmp_path / "cmp.html"), *options)
     assert fix in one_line(proc) and not (tmp_path / "cmp.html").exists()
 
 
@@ -99,7 +97,7 @@ def test_a_missing_module_is_one_line_naming_the_install(tmp_path: Path, module:
     """A report job where a module of the pages is not installed (a GPU machine that only makes tables)."""
     (tmp_path / "hide").mkdir()
     (tmp_path / "hide" / "sitecustomize.py").write_text(HIDE)
-    latency = TABLES / "sm_90a" / "latency"
+    latency = RUN / "sm_90a" / "latency"
     args = [
         *SMD,
         "report",

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ARCHS, ROOT, assert_profile_budget, assert_sass_claims, raw_frame
+from helpers import ARCHS, ROOT, assert_profile_budget, assert_sass_claims, raw_frame
 from smdissect import catalog, figures, markup, sass, tables
-from smdissect.derived.cluster import sm_groups
+from smdissect.derived.cluster.placement import sm_groups
 from smdissect.figure_model import Figure
 from smdissect.tables import canonical_params
 from smdissect.views import cluster as view

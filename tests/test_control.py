@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ARCHS, ROOT, assert_profile_budget, assert_sass_claims, raw_frame
+from helpers import ARCHS, ROOT, assert_profile_budget, assert_sass_claims, raw_frame
 from smdissect import catalog, figures, sass, tables
 from smdissect.derived import control as derived
 from smdissect.tables import canonical_params

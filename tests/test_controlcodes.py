@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ARCHS, FLAGS, ROOT
+from helpers import ARCHS, FLAGS, ROOT, RUN
 from smdissect import controlcodes, sass
 from smdissect.errors import SmdissectError
 
@@ -88,7 +88,7 @@ def test_compiler_stall_equals_measured_ffma_latency(compiled: Callable[[str, st
     assert controlcodes.reencode(cubin) == cubin
     codes = controlcodes.decode_binary(binary, "sm_90a")
     chain = codes[(codes["kernel"] == "chain_kernel<Ffma,1,256>") & (codes["opcode"] == "FFMA")]
-    raw = pd.read_parquet(ROOT / "reports" / "h200" / "tables" / "sm_90a" / "latency" / "float" / "raw.parquet")
+    raw = pd.read_parquet(RUN / "sm_90a" / "latency" / "float" / "raw.parquet")
     measured = raw[(raw["case"] == "ffma") & (raw["metric"] == "latency")]["value"].median()
     assert list(codes.columns) == controlcodes.COLUMNS
     assert chain["stall"].mode().iloc[0] == round(measured) == 4

@@ -1,4 +1,5 @@
-"""The committed H200 run (reports/h200/): its numbers meet the foundation's bar, and crossval reproduces it."""
+"""The frozen H200 run (fixtures/run): its latency numbers meet the foundation's bar, and crossval reproduces its
+verdicts."""
 
 from __future__ import annotations
 
@@ -7,17 +8,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
-import pytest
-from conftest import ROOT
-from smdissect import catalog, crossval, pipeline, tables
+from helpers import ROOT, RUN
+from smdissect import catalog, crossval, tables
+from smdissect.stages import gpu as gpu_stage
+from smdissect.stages import tables as tables_stage
 
-RUN = ROOT / "reports" / "h200" / "tables"
 GPU_DIR = RUN / "sm_90a" / "latency"
 
 
 def read(kind: str, folder: Path = GPU_DIR) -> pd.DataFrame:
     paths = sorted(folder.rglob(f"{kind}.parquet"))
-    assert paths, f"no committed {kind} table under {folder}"
+    assert paths, f"no {kind} table under {folder}"
     return tables.read(kind, paths)
 
 
@@ -66,7 +67,7 @@ def test_crossval_reproduces_the_committed_verdicts(compiled: Callable[[str, str
         read("ncu"),
         read("stalls"),
         read("sass_checks", RUN / "static" / "sm_90a" / "latency"),
-        pipeline.kernel_ops(listings),
+        tables_stage.kernel_ops(listings),
         set(catalog.families(cases)),
     )
     ours = {(r["case"], r["params"], r["check"]): r["verdict"] for r in rows}
@@ -94,7 +95,7 @@ def test_ncu_also_profiles_each_peak_outside_the_profiled_sweeps() -> None:
         inside = peak in case.profiled_points()
         assert extra.get(case.id, []) == ([] if inside else [peak]), case.id
     assert extra, "the committed run has a peak outside the profile sweep"
-    items = pipeline.profiled_items(cases, "sm_90a", extra)
+    items = gpu_stage.profiled_items(cases, "sm_90a", extra)
     key = tables.canonical_params
     swept = [(c.id, key(p)) for c, sweep in items for p in c.points(sweep)]
     assert len(swept) == len(set(swept))
@@ -117,18 +118,3 @@ def test_a_point_without_counters_says_why_never_the_plan_alone() -> None:
     assert crossval.unprofiled_note(*claims, planned=False) == "left"
     assert crossval.unprofiled_note(*_point("chain"), planned=False) == crossval.DERIVED_ONLY
     assert crossval.unprofiled_note(*_point("chain", "left"), planned=True) == crossval.NO_KERNEL
-
-
-@pytest.mark.parametrize("page", ["index.html", "latency.html"])
-def test_committed_reports_open_offline(page: str) -> None:
-    html = (ROOT / "reports" / "h200" / page).read_text()
-    assert "<script src=" not in html and "<link " not in html
-    assert "NVIDIA H200" in html
-
-
-def test_run_says_how_it_was_produced() -> None:
-    run = (ROOT / "reports" / "h200" / "RUN.md").read_text()
-    for needed in (".ci/device-run", "snakemake --cores all", "580.", "MHz", "2026-"):
-        assert needed in run, needed
-    command = json.loads((GPU_DIR / "float" / "profile.json").read_text())["command"]
-    assert "--clock-control none" in command and "--nvtx-include regex:^smd:/" in command

@@ -15,8 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, ROOT
-from test_workflow import PARTS, copy_workflow
+from helpers import FIXTURES, PARTS, ROOT, copy_workflow
 
 SNAPSHOTS = FIXTURES / "dag"
 # Each planned configuration: --config arguments. No GPU is visible to the plan (CUDA_VISIBLE_DEVICES=""), so a

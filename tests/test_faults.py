@@ -13,13 +13,13 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, ROOT, run_cli
-from smdissect import catalog, device, ncu, pipeline, run, tables
+from helpers import FIXTURES, NO_GPU, ROOT, copy_workflow, one_line, run_cli, snakemake
+from smdissect import catalog, device, ncu, run, tables
 from smdissect.errors import SmdissectError
-from test_workflow import NO_GPU, copy_workflow, snakemake
+from smdissect.stages import gpu as gpu_stage
 
 SMD = [sys.executable, "-m", "smdissect"]
-REPORT = FIXTURES / "h200" / "latency-float-ffma.ncu-rep"
+REPORT = FIXTURES / "captured" / "latency-float-ffma.ncu-rep"
 # What ncu 2025 prints when the driver keeps the counters for admins (its exit status may still be 0).
 NCU_REFUSED = """==PROF== Connected to process 113001 (/tmp/bench)
 ==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters on the \
@@ -28,15 +28,6 @@ https://developer.nvidia.com/ERR_NVGPUCTRPERM
 ==PROF== Disconnected from process 113001
 ==WARNING== No kernels were profiled.
 """
-
-
-def one_line(proc: subprocess.CompletedProcess[str]) -> str:
-    """The failure's only stderr line, after asserting that it failed with exactly one `smdissect:` line."""
-    assert proc.returncode != 0, proc.stdout[-1000:]
-    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    lines = [ln for ln in proc.stderr.splitlines() if ln.strip() and not ln.startswith("Using workflow")]
-    assert len(lines) == 1 and lines[0].startswith("smdissect: "), proc.stderr[-3000:]
-    return lines[0]
 
 
 @pytest.fixture(scope="module")
@@ -314,9 +305,9 @@ def test_an_ncu_timeout_ends_everything_ncu_launched(
     monkeypatch.setattr(ncu, "STOP_GRACE_S", 2.0)
     cases = catalog.load(kernels, "faults")
     target = (
-        ncu.launcher(pipeline.exec_args(binary, cases, "sm_90a", 0, kernels))
+        ncu.launcher(gpu_stage.exec_args(binary, cases, "sm_90a", 0, kernels))
         if through_exec
-        else pipeline.profiled_target(binary, cases, "sm_90a", 0)
+        else gpu_stage.profiled_target(binary, cases, "sm_90a", 0)
     )
     started = time.monotonic()
     with pytest.raises(SmdissectError, match=r"^profiling p.ncu-rep was killed after 6 s: raise the family's"):
@@ -421,9 +412,9 @@ def test_what_ncu_launches_is_the_binary_once_over_every_profiled_sweep(tmp_path
         for c in ("first", "last")
     ]
     narrowed = [dataclasses.replace(c, profile_sweep={"n": [1]}) for c in cases]
-    one = pipeline.profiled_target(binary, narrowed, "sm_90a", 0)
+    one = gpu_stage.profiled_target(binary, narrowed, "sm_90a", 0)
     assert one[0] == str(binary) and one.count("--case") == 2 and "n=1" in one and "--then" not in one
-    two = pipeline.profiled_target(binary, cases, "sm_90a", 0)
+    two = gpu_stage.profiled_target(binary, cases, "sm_90a", 0)
     assert two[0] == str(binary) and two.count("--then") == 1 and two.count("--case") == 4
     proc = subprocess.run(two, capture_output=True, text=True, check=True)
     seen = sorted((r["case"], r["params"]["n"], len(r["samples"])) for r in run.parse_records(proc.stdout))

@@ -1,5 +1,5 @@
 """The reported figures and the checks that can fail them: deliberately broken kernels (compiled for real) and a
-sweep cut before its plateau are marked contradicted; figures of the committed H200 run each have a status."""
+sweep of the frozen H200 run cut before its plateau are marked contradicted."""
 
 from __future__ import annotations
 
@@ -8,12 +8,10 @@ from collections import Counter
 
 import pandas as pd
 import pytest
-from conftest import FIXTURES, ROOT, raw_frame
+from helpers import FIXTURES, ROOT, RUN, raw_frame
 from smdissect import catalog, figures, sass, tables
 from smdissect.checks import PLATEAU, reference_checks
 from smdissect.figure_model import REFERENCE, SELF, Check, Figure, judge, points
-
-RUN = ROOT / "reports" / "h200" / "tables" / "sm_90a"
 
 
 def case(**entry: object) -> catalog.Case:
@@ -92,9 +90,9 @@ def test_a_fused_add_chain_is_contradicted_by_its_sass_and_its_parts(broken: dic
 
 
 def dram_read(kept: int | None = None) -> tuple[catalog.Case, pd.DataFrame]:
-    """The committed H200 run's dram_read samples, keeping the first `kept` CTA counts of its sweep (all: None)."""
+    """The frozen H200 run's dram_read samples, keeping the first `kept` CTA counts of its sweep (all: None)."""
     (read,) = [c for c in catalog.load(ROOT / "kernels", "memory") if c.id == "dram_read"]
-    raw = tables.read("raw", [RUN / "memory" / "bandwidth" / "raw.parquet"])
+    raw = tables.read("raw", [RUN / "sm_90a" / "memory" / "bandwidth" / "raw.parquet"])
     raw = raw[raw["case"] == "dram_read"]
     ctas = sorted(read.sweep["ctas"])[:kept]
     return read, raw[raw["params"].map(lambda p: tables.parse_params(p)["ctas"] in ctas)]
@@ -195,12 +193,3 @@ def test_rows_carry_status_reason_and_checks() -> None:
     assert row["status"] == "unverified" and row["value"] == 4.0 and row["spread"] == pytest.approx(0.1)
     assert "sass" in row["checks"] and row["reason"]
     tables.frame("figures", [row])  # every column of the schema
-
-
-def test_committed_figures_each_have_a_status() -> None:
-    paths = sorted(RUN.glob("*/figures.parquet"))
-    if not paths:
-        pytest.skip("the committed H200 run predates the figures table")
-    table = tables.read("figures", paths)
-    assert set(table["status"]) <= set(tables.FIGURE_STATUSES) and table["reason"].str.len().gt(0).all()
-    assert set(table["category"]) == {p.parent.name for p in paths}

@@ -18,7 +18,7 @@ from types import ModuleType
 
 import pandas as pd
 import pytest
-from conftest import ARCHS, ROOT, assert_sass_claims, listing
+from helpers import ARCHS, ROOT, assert_sass_claims, listing
 from smdissect import archs, catalog, device, figures, markup, protocol, run, sass, tables
 from smdissect.figure_model import Figure, judge
 from smdissect.views import gemm as view

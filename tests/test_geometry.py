@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import BUILD_ARCHS, ROOT, assert_profile_budget, assert_sass_claims, raw_frame
+from helpers import BUILD_ARCHS, ROOT, assert_profile_budget, assert_sass_claims, raw_frame
 from smdissect import catalog, figures, tables
-from smdissect.derived import geometry as derived
+from smdissect.derived.geometry import sector, tlb
 from smdissect.views import geometry as view
 
 CASES = catalog.load(ROOT / "kernels", "geometry")
@@ -454,9 +454,9 @@ def test_tlb_chase_reads_the_l2_and_pays_for_pages(compiled: Compiled) -> None:
     first = narrow[1]
     assert 100 < first < 1000  # an L2 hit, not an L1 hit (~35) nor a DRAM miss
     # more pages never make a load cheaper than the first level (by more than the ~1% the L2 slices move a point)
-    assert min([*narrow.values(), *wide.values()]) > first * (1 - derived.TLB_NEAR)
+    assert min([*narrow.values(), *wide.values()]) > first * (1 - tlb.TLB_NEAR)
     # lines 32 MB apart need at least as many translations as lines 2 MB apart at the same page count
-    assert all(wide[p] > narrow[p] * (1 - derived.TLB_NEAR) for p in (64, 1024))
+    assert all(wide[p] > narrow[p] * (1 - tlb.TLB_NEAR) for p in (64, 1024))
 
 
 @pytest.mark.gpu
@@ -464,7 +464,7 @@ def test_l1_sector_misses_once_per_32_bytes(compiled: Compiled) -> None:
     by = {r["metric"]: r for r in records(compiled("sm_90a", "geometry", "l1"), "l1_sector", "stride_b=8")}
     hit = by["latency"]["value"]
     loads = np.array(by["load_latency"]["samples"])
-    assert 15 < hit < 60 and (loads > derived.MISS * hit).mean() == pytest.approx(0.25, abs=0.03)
+    assert 15 < hit < 60 and (loads > sector.MISS * hit).mean() == pytest.approx(0.25, abs=0.03)
 
 
 @pytest.mark.gpu

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import FLAGS, ROOT, run_cli
+from helpers import FLAGS, ROOT, run_cli
 from smdissect import build, catalog, device, ncu, parse
 
 pytestmark = pytest.mark.gpu

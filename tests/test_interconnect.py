@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ARCHS, ROOT, assert_profile_budget, assert_sass_claims, listing, raw_frame
+from helpers import ARCHS, ROOT, assert_profile_budget, assert_sass_claims, listing, raw_frame
 from smdissect import catalog, figures, markup, run, tables
 from smdissect.derived import interconnect as derived
 from smdissect.tables import canonical_params

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ARCHS, ROOT, assert_profile_budget, listing
-from smdissect import catalog, figures, pipeline, sass, tables
+from helpers import ARCHS, ROOT, assert_profile_budget, listing
+from smdissect import catalog, figures, sass, tables
 from smdissect.derived import launch as derived
 from smdissect.figure_model import judge
+from smdissect.stages import static as static_stage
 from smdissect.tables import canonical_params
 from smdissect.views import launch as view
 
@@ -29,7 +30,7 @@ def sass_checks(compiled: Compiled, arch: str, family: str, tmp_path: Path) -> p
     """The sass_checks table of one family on one arch, made by the pipeline's own stage."""
     binary = compiled(arch, "launch", family)
     out = tmp_path / arch / family
-    pipeline.sass_tables(
+    static_stage.sass_tables(
         binary,
         binary.with_suffix(".json"),
         catalog.families(CASES)[family],

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT
+from helpers import ROOT
 from smdissect import catalog, config
 from smdissect.errors import SmdissectError
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import FLAGS, ROOT
+from helpers import FLAGS, ROOT
 from smdissect import catalog, sass
 from smdissect.errors import SmdissectError
 

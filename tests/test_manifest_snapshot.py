@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, ROOT
+from helpers import FIXTURES, ROOT
 from smdissect import catalog
 
 SNAPSHOT = FIXTURES / "manifests_before.json"

@@ -1,6 +1,6 @@
 """The memory category: manifest, real builds for sm_90a and sm_120a, their SASS against the manifest, the derived
-figures (levels, near/far modes, shared memory, knees, bandwidth shares) on the committed H200 run and on frames shaped
-like it, and the report view that states them."""
+figures (levels, near/far modes, shared memory, knees, bandwidth shares) on the frozen H200 run (fixtures/run) and
+on frames shaped like it, and the report view that states them."""
 
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import ARCHS, ROOT, assert_profile_budget, assert_sass_claims, listing, raw_frame
+from helpers import ARCHS, ROOT, RUN, assert_profile_budget, assert_sass_claims, listing, raw_frame
 from smdissect import catalog, figures, latency_modes, sass, tables
 from smdissect.derived import memory as derived
+from smdissect.derived.memory import atomics, levels
 from smdissect.figure_model import Figure, judge
 from smdissect.views import memory as view
 
@@ -148,19 +149,19 @@ def test_mlp_samples_average_enough_rounds(plans: Callable[[list[tuple[int, int]
     assert seconds < 30, seconds
 
 
-RUN = ROOT / "reports" / "h200" / "tables" / "sm_90a" / "memory"
+MEMORY = RUN / "sm_90a" / "memory"
 LABELS = ("random", "stride 32 B", "stride 128 B", "stride 2048 B")
 
 
 @pytest.fixture(scope="module")
 def run_raw() -> pd.DataFrame:
-    """The committed H200 run's memory samples (every family's raw table)."""
-    return tables.read("raw", sorted(RUN.glob("*/raw.parquet")))
+    """The frozen H200 run's memory samples (every family's raw table)."""
+    return tables.read("raw", sorted(MEMORY.glob("*/raw.parquet")))
 
 
 def judged(raw: pd.DataFrame) -> dict[str, Figure]:
     """Every figure of the memory category on `raw` (with the committed run's counter checks), by name."""
-    crossval = tables.read("crossval", [RUN / "crossval.parquet"])
+    crossval = tables.read("crossval", [MEMORY / "crossval.parquet"])
     found = figures.compute(CASES, {"raw": raw, "crossval": crossval}, {}, "sm_90a", "NVIDIA H200")
     return {f.name: f for f in found}
 
@@ -220,14 +221,14 @@ def test_the_committed_staircase_is_judged_by_its_levels(run_raw: pd.DataFrame) 
 
 
 def test_levels_need_three_footprints_within_five_percent() -> None:
-    assert derived.runs([32.0, 32.0, 32.1, 93.0, 280.2, 279.6, 279.7, 301.0, 378.0, 427.0, 516.0, 558.0, 621.0]) == [
+    assert levels.runs([32.0, 32.0, 32.1, 93.0, 280.2, 279.6, 279.7, 301.0, 378.0, 427.0, 516.0, 558.0, 621.0]) == [
         (0, 2),
         (4, 6),
     ]
-    assert derived.runs([32.0, 32.0, 280.0, 280.5, 281.0]) == [(2, 4)]  # two points are no level
-    assert derived.runs([413.0, 438.0, 473.0]) == []  # a 6% and an 8% rise: a slope
-    assert derived.runs([100.0, 104.0, 108.0, 112.0]) == [(0, 2)]  # each within 5% of the first three's median
-    assert derived.runs([]) == [] and derived.runs([5.0] * 5) == [(0, 4)]
+    assert levels.runs([32.0, 32.0, 280.0, 280.5, 281.0]) == [(2, 4)]  # two points are no level
+    assert levels.runs([413.0, 438.0, 473.0]) == []  # a 6% and an 8% rise: a slope
+    assert levels.runs([100.0, 104.0, 108.0, 112.0]) == [(0, 2)]  # each within 5% of the first three's median
+    assert levels.runs([]) == [] and levels.runs([5.0] * 5) == [(0, 4)]
 
 
 def test_a_sweep_cut_before_dram_has_no_dram_level(run_raw: pd.DataFrame) -> None:
@@ -241,7 +242,7 @@ def test_a_sweep_cut_before_dram_has_no_dram_level(run_raw: pd.DataFrame) -> Non
     assert "up to 1024 2 MB pages" in full["chase DRAM latency (random)"].derivation
     assert "chase latency at the largest footprint (random)" not in full
     assert "chase DRAM capacity detected (random)" not in full  # nothing beyond it bounds it
-    regions = derived.regions(chase)
+    regions = levels.regions(chase)
     assert regions['{"footprint_kb":262144,"stride_b":0}'] == "transition"
     assert regions['{"footprint_kb":1048576,"stride_b":0}'] == "DRAM"
     assert regions['{"footprint_kb":16384,"stride_b":0}'] == "L2" and regions['{"footprint_kb":1,"stride_b":0}'] == "L1"
@@ -437,7 +438,7 @@ def test_global_atomic_latency_is_split_by_the_words_l2_home() -> None:
     assert [(c.name, c.verdict) for c in checks] == [("line agreement", "disagree")]
     cases = catalog.load(ROOT / "kernels", "memory")
     per_word = {c.id for c in cases if c.id.startswith("atomic_") and c.figures.get("latency") == "none"}
-    assert set(derived.ATOMIC_WORDS) == per_word  # the cases whose words stand for their generic latency figure
+    assert set(atomics.ATOMIC_WORDS) == per_word  # the cases whose words stand for their generic latency figure
 
 
 def test_near_far_of_a_run_before_load_latency_is_not_shown() -> None:
@@ -488,7 +489,7 @@ DRAM_SPREAD, MIX_SPREAD = 0.015, 0.025
 def curve_levels(curve: dict[int, list[float]], where: dict[int, str]) -> dict[str, float]:
     """Each level's latency in one curve (footprint_kb -> samples; `where`: its level): its points' median median."""
     medians = {kb: float(np.median(s)) for kb, s in curve.items()}
-    named = [n for n in derived.LEVELS if n in where.values()]
+    named = [n for n in levels.LEVELS if n in where.values()]
     return {n: float(np.median([m for kb, m in medians.items() if where[kb] == n])) for n in named}
 
 
@@ -508,11 +509,11 @@ def curve_problems(curve: dict[int, list[float]], where: dict[int, str]) -> list
     the L2 and DRAM levels; every point's samples within spread_bound of each other."""
     level, problems = curve_levels(curve, where), []
     for lower, upper in itertools.pairwise(level):
-        if not level[upper] > (1 + derived.NEAR) * level[lower]:
+        if not level[upper] > (1 + levels.NEAR) * level[lower]:
             problems.append(f"{upper} level {level[upper]:.2f} is not above the {lower} level {level[lower]:.2f}")
     for kb, samples in curve.items():
         at, median, spread = where[kb], float(np.median(samples)), max(samples) - min(samples)
-        if at in level and not abs(median / level[at] - 1) <= derived.NEAR:
+        if at in level and not abs(median / level[at] - 1) <= levels.NEAR:
             problems.append(f"{kb} KB: {median:.2f} cycles is off the {at} level ({level[at]:.2f})")
         floor = level.get("L2", 0.0) + spread_bound("L2", level) if at == "transition" else 0.0
         if at == "transition" and not floor < min(samples) <= max(samples) < level["DRAM"]:
@@ -557,7 +558,7 @@ def committed_curve(raw: pd.DataFrame, case: str, axis: str, value: int, where: 
 
 
 def test_the_gpu_tests_points_lie_where_the_h200_run_puts_them_and_pass(run_raw: pd.DataFrame) -> None:
-    regions = derived.regions(run_raw[run_raw["case"] == "chase"])
+    regions = levels.regions(run_raw[run_raw["case"] == "chase"])
     for stride in (0, 32, 128):
         assert {kb: regions[tables.canonical_params({"footprint_kb": kb, "stride_b": stride})] for kb in STAIRCASE} == (
             STAIRCASE
@@ -643,10 +644,8 @@ def near_far_records(raw: pd.DataFrame) -> dict[tuple[int, str], dict]:
 
 
 def test_the_h200_near_far_run_has_no_problem() -> None:
-    """The committed run's chase_near_far records, checked as the GPU test checks a fresh run."""
-    raw = tables.read("raw", [RUN / "chase" / "raw.parquet"])
-    if "load_latency" not in set(raw["metric"]):
-        pytest.skip("the committed run predates the per-load record")
+    """The frozen run's chase_near_far records, checked as the GPU test checks a fresh run."""
+    raw = tables.read("raw", [MEMORY / "chase" / "raw.parquet"])
     assert near_far_problems(near_far_records(raw[raw["case"] == "chase_near_far"])) == []
 
 

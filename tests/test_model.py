@@ -1,6 +1,6 @@
-"""smdissect.model and smdissect.simconfig: the committed H200 model follows its schema and covers every field of the
-seed paper's appendix, a broken model fails, the simulator config reads back to the figures it came from, and
-`smdissect compare` takes model files."""
+"""smdissect.model and smdissect.simconfig: the model exported from the frozen H200 run follows its schema and covers
+every field of the seed paper's appendix, a broken model fails, the simulator config reads back to the figures it
+came from, and `smdissect compare` takes model files."""
 
 from __future__ import annotations
 
@@ -11,29 +11,37 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT
-from smdissect import appendix, compare, model, paper, pipeline, simconfig, tables
+from helpers import ROOT, RUN
+from smdissect import appendix, compare, model, paper, paper_accounting, simconfig, tables
 from smdissect.errors import SmdissectError
+from smdissect.stages import pages as pages_stage
 
 KERNELS = ROOT / "kernels"
-H200 = ROOT / "reports" / "h200"
 
 
 @pytest.fixture(scope="module")
-def committed() -> dict:
-    return json.loads((H200 / "model.json").read_text())
+def model_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The model exported from the frozen run's tables, as `smdissect export` writes it."""
+    out = tmp_path_factory.mktemp("model") / "model.json"
+    model.export(RUN, out, KERNELS)
+    return out
+
+
+@pytest.fixture(scope="module")
+def exported(model_file: Path) -> dict:
+    return json.loads(model_file.read_text())
 
 
 @pytest.fixture(scope="module")
 def figures() -> dict[tuple[str, str], dict]:
-    """The committed H200 figures by (category, figure name)."""
-    df = tables.read("figures", tables.find("figures", H200 / "tables"))
+    """The frozen run's figures by (category, figure name)."""
+    df = tables.read("figures", tables.find("figures", RUN))
     return {(r["category"], r["figure"]): r for r in df.to_dict("records")}
 
 
-def test_the_committed_model_follows_the_schema(committed: dict) -> None:
-    model.validate(committed, "reports/h200/model.json")
-    assert committed["schema"] == model.schema()["$id"] and model.version() == "1.0.0"
+def test_the_exported_model_follows_the_schema(exported: dict, model_file: Path) -> None:
+    model.validate(exported, str(model_file))
+    assert exported["schema"] == model.schema()["$id"] and model.version() == "1.0.0"
 
 
 @pytest.mark.parametrize(
@@ -46,16 +54,16 @@ def test_the_committed_model_follows_the_schema(committed: dict) -> None:
         lambda m: m.update(schema="urn:smdissect:schema:model:0.9.0"),
     ],
 )
-def test_a_broken_model_fails_validation(committed: dict, break_it) -> None:
-    broken = copy.deepcopy(committed)
+def test_a_broken_model_fails_validation(exported: dict, break_it) -> None:
+    broken = copy.deepcopy(exported)
     break_it(broken)
     with pytest.raises(SmdissectError, match="re-export it"):
         model.validate(broken)
 
 
-def test_every_appendix_field_is_filled_or_explained(committed: dict) -> None:
+def test_every_appendix_field_is_filled_or_explained(exported: dict) -> None:
     """Each field of the appendix is in the model with a value, or null with a reason."""
-    params = model.parameters(committed)
+    params = model.parameters(exported)
     fields = appendix.appendix(ROOT)
     assert len(fields) > 300
     lacking = [f for f in fields if f not in params or (params[f]["value"] is None and not params[f]["reason"])]
@@ -72,19 +80,11 @@ def test_a_field_the_map_leaves_out_is_an_error(tmp_path: Path) -> None:
         model.entries(KERNELS, path)
 
 
-def test_the_committed_model_is_the_export_of_the_committed_tables(tmp_path: Path, committed: dict) -> None:
-    out = tmp_path / "model.json"
-    model.export(H200 / "tables", out, KERNELS)
-    fresh = json.loads(out.read_text())
-    fresh["provenance"]["tables"] = committed["provenance"]["tables"]
-    assert fresh == committed, "reports/h200/model.json is stale: run `smdissect export` (README, The GPU as data)"
-
-
-def test_ties_carry_their_figure(committed: dict, figures: dict) -> None:
+def test_ties_carry_their_figure(exported: dict, figures: dict) -> None:
     """A tied field's value is its figure's (in the appendix's unit where the two convert), and every evidence
-    figure is the committed table's, value and status."""
+    figure is the frozen table's, value and status."""
     fields = appendix.appendix(ROOT)
-    for fid, p in model.parameters(committed).items():
+    for fid, p in model.parameters(exported).items():
         if p["value"] is None:
             continue
         for f in p["evidence"]["figures"]:
@@ -92,18 +92,17 @@ def test_ties_carry_their_figure(committed: dict, figures: dict) -> None:
             assert (f["value"], f["status"]) == (row["value"], row["status"]), fid
         if p["evidence"]["how"] == "tie":
             f = p["evidence"]["figures"][0]
-            factor = 1.0 if p["unit"] == f["unit"] else model.paper.UNIT_FACTORS[(f["unit"], fields[fid].unit)]
+            factor = 1.0 if p["unit"] == f["unit"] else paper_accounting.UNIT_FACTORS[(f["unit"], fields[fid].unit)]
             assert p["value"] == pytest.approx(f["value"] * factor, rel=1e-12), fid
 
 
-def test_the_config_reads_back_to_the_figures(committed: dict, figures: dict) -> None:
-    """Every option written has the value of the fields it names, and those are the committed figures'; every
+def test_the_config_reads_back_to_the_figures(exported: dict, figures: dict) -> None:
+    """Every option written has the value of the fields it names, and those are the frozen figures'; every
     option not written says why in a comment."""
-    params = model.parameters(committed)
+    params = model.parameters(exported)
     written = 0
     for file in (simconfig.GPGPUSIM, simconfig.TRACE):
-        text = (H200 / file).read_text()
-        assert text == simconfig.render(committed, file), f"reports/h200/{file} is stale: run `smdissect simconfig`"
+        text = simconfig.render(exported, file)
         config = simconfig.read_config(text)
         for option in (o for o in simconfig.OPTIONS if o.file == file):
             got = [params[f] for f in option.fields]
@@ -119,10 +118,10 @@ def test_the_config_reads_back_to_the_figures(committed: dict, figures: dict) ->
     assert written >= 15
 
 
-def test_the_diff_names_the_side_the_evidence_supports(committed: dict) -> None:
+def test_the_diff_names_the_side_the_evidence_supports(exported: dict) -> None:
     sources = simconfig.reference_configs(KERNELS)
     reference = {k: v for _, text in sources.values() for k, v in simconfig.read_config(text).items()}
-    rows = simconfig.diff(committed, reference).set_index("option")
+    rows = simconfig.diff(exported, reference).set_index("option")
     assert rows.loc["-gpgpu_n_clusters", "smdissect"] == rows.loc["-gpgpu_n_clusters", "accel-sim"] == "132"
     assert rows.loc["-gpgpu_l1_latency", "accel-sim"] == "20" and rows.loc["-gpgpu_l1_latency", "smdissect"] == "32"
     assert rows.loc["-gpgpu_l1_latency", "evidence supports"].startswith("neither: smdissect's is unverified")
@@ -132,14 +131,14 @@ def test_the_diff_names_the_side_the_evidence_supports(committed: dict) -> None:
 def test_the_appendix_differs_from_the_earlier_summary() -> None:
     """The appendix's value of a field beside the seed summary's (reference/seed_sm120.csv): the issue's examples."""
     summary = paper.reference(KERNELS).set_index("id")["value"]
-    assert appendix.appendix_value("l1_cache.latency_cyc").value == 44 != summary["l1_hit_latency_sm120"]
-    assert appendix.appendix_value("instructions.tensor_core.HMMA_16816.throughput").value == 15.88
+    assert appendix.appendix_value("l1_cache.latency_cyc", ROOT).value == 44 != summary["l1_hit_latency_sm120"]
+    assert appendix.appendix_value("instructions.tensor_core.HMMA_16816.throughput", ROOT).value == 15.88
     assert summary["mma_unified_issue_interval_sm120"] == 23
     with pytest.raises(SmdissectError, match=r"section\.name"):
-        appendix.appendix_value("l1_latency")
-    interval = appendix.appendix_for("mma_unified_issue_interval_sm120")
+        appendix.appendix_value("l1_latency", ROOT)
+    interval = appendix.appendix_for("mma_unified_issue_interval_sm120", ROOT)
     assert interval is not None and interval.id == "instructions.tensor_core.HMMA_16816.throughput"
-    assert appendix.appendix_for("coverage_categories_sm120") is None
+    assert appendix.appendix_for("coverage_categories_sm120", ROOT) is None
 
 
 def test_the_summary_rows_the_appendix_names_exist() -> None:
@@ -148,10 +147,10 @@ def test_the_summary_rows_the_appendix_names_exist() -> None:
     assert named and set(named) <= ids and len(named) == len(set(named))
 
 
-def test_compare_takes_model_files(tmp_path: Path) -> None:
+def test_compare_takes_model_files(tmp_path: Path, model_file: Path) -> None:
     out = tmp_path / "page.html"
-    pipeline.compare_page(H200 / "model.json", str(H200 / "tables"), KERNELS, [], out)
-    rows = compare.model_set(H200 / "model.json", KERNELS)
+    pages_stage.compare_page(model_file, str(RUN), KERNELS, [], out)
+    rows = compare.model_set(model_file, KERNELS)
     assert f"<th>figures</th><td>{len(rows)}</td>" in out.read_text() and len(rows) > 100
     with pytest.raises(SmdissectError, match="--b paper takes a result folder"):
-        pipeline.compare_page(H200 / "model.json", compare.PAPER, KERNELS, [], out)
+        pages_stage.compare_page(model_file, compare.PAPER, KERNELS, [], out)

@@ -1,5 +1,5 @@
 """smdissect.paper: every figure of the seed paper accounted for once (tied, derived or a reason from the fixed
-vocabulary), the map checked against the manifests and derivers, and the committed H200 run's accounting."""
+vocabulary), the map checked against the manifests and derivers, and the frozen H200 run's accounting."""
 
 from __future__ import annotations
 
@@ -9,13 +9,22 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import ROOT
-from smdissect import catalog, derived, figure_model, figures, paper, tables
+from helpers import ROOT, RUN
+from smdissect import (
+    catalog,
+    derived,
+    figure_model,
+    figures,
+    paper,
+    paper_accounting,
+    paper_formulas,
+    paper_structure,
+    tables,
+)
 from smdissect.errors import SmdissectError
 
 KERNELS = ROOT / "kernels"
-H200 = ROOT / "reports" / "h200" / "tables"
-REDERIVED = ("power", "tensorcore")  # categories whose derivers give figures newer than the committed tables
+REDERIVED = ("power", "tensorcore")  # categories whose derivers give figures newer than the frozen tables
 
 
 def _map() -> dict:
@@ -29,15 +38,15 @@ def _load_with(tmp_path: Path, data: dict) -> dict[str, paper.Entry]:
 
 
 def _recomputed(category: str, arch: str = "sm_90a") -> pd.DataFrame:
-    """A category's figures table computed afresh from the committed H200 tables, as the figures stage would."""
-    run, static = H200 / arch / category, H200 / "static" / arch / category
+    """A category's figures table computed afresh from the frozen H200 tables, as the figures stage would."""
+    run, static = RUN / arch / category, RUN / "static" / arch / category
     frames = {
         kind: tables.read(kind, sorted(folder.rglob(f"{kind}.parquet")))
         for kind, folder in (("raw", run), ("crossval", run), ("sass_checks", static), ("controlcodes", static))
     }
     others = {}
     for other in catalog.referenced_categories(KERNELS, category):
-        raw = tables.read("raw", sorted((H200 / arch / other).rglob("raw.parquet")))
+        raw = tables.read("raw", sorted((RUN / arch / other).rglob("raw.parquet")))
         by_point = figure_model.points(raw)
         others[other] = [f for c in catalog.load(KERNELS, other) for f in figures.case_figures(c, raw, by_point)]
     first = frames["raw"].iloc[0]
@@ -48,15 +57,17 @@ def _recomputed(category: str, arch: str = "sm_90a") -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def committed() -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The committed H200 run's figures (the rederived categories computed afresh) and status tables."""
-    found = tables.read("figures", sorted(H200.rglob("figures.parquet")))
+    """The frozen H200 run's figures (the rederived categories computed afresh) and status tables."""
+    found = tables.read("figures", sorted(RUN.rglob("figures.parquet")))
     found = pd.concat([found[~found["category"].isin(REDERIVED)], *map(_recomputed, REDERIVED)], ignore_index=True)
-    return found, tables.read("status", sorted(H200.rglob("status.parquet")))
+    return found, tables.read("status", sorted(RUN.rglob("status.parquet")))
 
 
 @pytest.fixture(scope="module")
 def table(committed: tuple[pd.DataFrame, pd.DataFrame]) -> pd.DataFrame:
-    return paper.accounting(committed[0], paper.reference(KERNELS), committed[1]).set_index("id", drop=False)
+    return paper_accounting.accounting(committed[0], paper.reference(KERNELS), committed[1], KERNELS).set_index(
+        "id", drop=False
+    )
 
 
 # --- the map ------------------------------------------------------------------------------------------------------
@@ -147,7 +158,7 @@ def test_derived_metrics_are_known_but_typos_are_not() -> None:
 def test_a_deriver_giving_an_undeclared_metric_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     module = derived.modules()["gemm"]
     monkeypatch.setattr(module, "METRICS", module.METRICS - {"cutlass_over_cublas"})
-    raw = tables.read("raw", sorted((H200 / "sm_90a" / "gemm").glob("*/raw.parquet")))
+    raw = tables.read("raw", sorted((RUN / "sm_90a" / "gemm").glob("*/raw.parquet")))
     with pytest.raises(SmdissectError, match="gives metrics it does not declare: cutlass_over_cublas"):
         figures.compute(catalog.load(KERNELS, "gemm"), {"raw": raw}, {}, "sm_90a", "NVIDIA H200")
 
@@ -168,14 +179,14 @@ def test_coissuing_pairs_count_two_different_classes_under_the_partly_shared_ind
         ),
         _figs(("coissue xu+lsu sharing index", 0.29)),
     ]
-    assert paper.coissuing_pairs(found) == 2  # ffma+xu and xu+lsu; ffma+ffma is one class, ffma+alu shares
+    assert paper_formulas.coissuing_pairs(found) == 2  # ffma+xu and xu+lsu; ffma+ffma is one class, ffma+alu shares
 
 
 def test_formats_sharing_counts_the_latencies_near_the_first() -> None:
-    assert paper.formats_sharing([_figs(("a", 24.0)), _figs(("b", 25.0)), _figs(("c", 76.0))]) == 2
+    assert paper_formulas.formats_sharing([_figs(("a", 24.0)), _figs(("b", 25.0)), _figs(("c", 76.0))]) == 2
 
 
-# --- the committed H200 run -------------------------------------------------------------------------------------
+# --- the frozen H200 run ----------------------------------------------------------------------------------------
 
 
 def test_the_committed_run_accounts_for_all_174_rows(table: pd.DataFrame) -> None:
@@ -216,9 +227,9 @@ def test_ratio_is_measured_over_paper_in_the_papers_unit(table: pd.DataFrame) ->
 
 
 def test_the_papers_hopper_column_stands_beside_the_h200s_own(table: pd.DataFrame) -> None:
-    hopper = paper.cross_generation(table)
+    hopper = paper_accounting.cross_generation(table)
     assert {"ffma_latency_sm90", "rcp_latency_sm90", "max_warps_per_sm_sm90"} <= set(hopper["id"])
-    assert (hopper["paper_gpu"] == paper.PAPER_GPUS["sm_90"]).all()
+    assert (hopper["paper_gpu"] == paper_accounting.PAPER_GPUS["sm_90"]).all()
     same = table.loc["ffma_latency_sm90"]
     assert same["counterpart"] == table.loc["ffma_latency_sm120", "counterpart"] == "ffma latency"
 
@@ -250,7 +261,7 @@ def test_a_derived_row_takes_the_worst_status_of_its_figures() -> None:
 
 def test_rederived_figures_stand_on_the_committed_samples(committed: tuple) -> None:
     found = committed[0].set_index("figure")
-    raw = tables.read("raw", sorted((H200 / "sm_90a" / "power").rglob("raw.parquet")))
+    raw = tables.read("raw", sorted((RUN / "sm_90a" / "power").rglob("raw.parquet")))
     clocks = raw[(raw["case"] == "power_bf16_mma") & (raw["metric"] == "sm_clock_nvml")]["value"]
     assert found.loc["power_bf16_mma NVML SM clock, lowest", "value"] == clocks.min()
     jitter = found.loc["power_bf16_mma NVML SM clock jitter under load", "value"]
@@ -260,7 +271,7 @@ def test_rederived_figures_stand_on_the_committed_samples(committed: tuple) -> N
 
 
 def test_summary_counts_every_row(table: pd.DataFrame) -> None:
-    counts = paper.summary(table.reset_index(drop=True))
+    counts = paper_accounting.summary(table.reset_index(drop=True))
     assert counts["rows"].sum() == 174
     assert {"tied", "derived", "reason: another GPU's column"} <= set(counts["kind"])
 
@@ -269,7 +280,7 @@ def test_summary_counts_every_row(table: pd.DataFrame) -> None:
 
 
 def test_structure_maps_every_section_to_known_categories() -> None:
-    parts = paper.structure(KERNELS)
+    parts = paper_structure.structure(KERNELS)
     known = set(catalog.categories(KERNELS))
     assert parts["rows"].gt(0).all() and set(parts["coverage"]) <= {"covered", "partly", "not covered", "n/a"}
     named = {c for cats in parts["categories"] for c in cats.split(", ") if c}
@@ -283,16 +294,16 @@ def test_structure_maps_every_section_to_known_categories() -> None:
 
 def test_coverage_sets_the_run_beside_the_paper(committed: tuple) -> None:
     status = committed[1]
-    cov = paper.coverage(status, paper.reference(KERNELS)).set_index("who")
+    cov = paper_structure.coverage(status, paper.reference(KERNELS)).set_index("who")
     run = cov.iloc[0]
     assert run["items"] == len(status) == run["measured"] + run["static"] + run["failed"]
     assert run["coverage %"] == pytest.approx(100 * run["measured"] / run["items"])
     ours = cov.loc["seed paper (RTX PRO 5000)"]
     assert (ours["items"], ours["coverage %"]) == (879, 96.1)
-    why = paper.unmeasured(status)
+    why = paper_structure.unmeasured(status)
     assert why["points"].sum() == run["static"] + run["failed"]
     assert not why["reason"].str.startswith("static: ").any()
 
 
 def test_docs_page_is_generated_from_the_map() -> None:
-    assert (ROOT / "docs" / "paper-map.md").read_text() == paper.markdown(KERNELS)
+    assert (ROOT / "docs" / "paper-map.md").read_text() == paper_structure.markdown(KERNELS)

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import FIXTURES
+from helpers import FIXTURES
 from smdissect import device, files, ncu, parse, run, tables
 from smdissect.errors import SmdissectError
 
-REPORTS = sorted((FIXTURES / "h200").glob("*.ncu-rep"))
+REPORTS = sorted((FIXTURES / "captured").glob("*.ncu-rep"))
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +129,7 @@ def test_category_metrics_are_kept_where_the_chip_has_them() -> None:
 
 
 def test_binary_records_become_one_row_per_sample() -> None:
-    records = run.parse_records((FIXTURES / "h200" / "latency-sfu.jsonl").read_text())
+    records = run.parse_records((FIXTURES / "captured" / "latency-sfu.jsonl").read_text())
     assert {r["case"] for r in records} == {"mufu_rcp", "mufu_ex2"}
     base = {"gpu": "NVIDIA H200", "family": "sfu", "category": "latency"}
     df = tables.frame("raw", run.sample_rows(records, base))

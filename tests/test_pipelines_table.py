@@ -1,5 +1,5 @@
 """The pipelines instruction table: every family compiles for sm_90a and sm_120a, lists its kernels, and its
-SASS is what the manifest claims on both archs (real nvcc and cuobjdump); the committed H200 run's table figures
+SASS is what the manifest claims on both archs (real nvcc and cuobjdump); the frozen H200 run's table figures
 (ILP knees, latencies judged against the parts they are built from)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import ARCHS, ROOT
+from helpers import ARCHS, ROOT, RUN
 from smdissect import catalog, checks, figures, sass, tables
 from smdissect.figure_model import Figure, judge
 
@@ -97,20 +97,17 @@ def test_shuffles_are_one_shfl_per_step(compiled: Callable[[str, str, str], Path
         assert sass.count(kernel, "SHFL") == 512, "no other shuffle (and no shuffle folded away)"
 
 
-# --- the committed H200 run's reference-table figures ------------------------------------------------------------
+# --- the frozen H200 run's reference-table figures ---------------------------------------------------------------
 
-RUN = ROOT / "reports" / "h200" / "tables" / "sm_90a"
+PIPELINES = RUN / "sm_90a" / "pipelines"
 
 
 @pytest.fixture(scope="module")
 def committed() -> list[Figure]:
-    """Every figure of the committed H200 run's pipelines tables (no SASS checks: those are rebuilt elsewhere)."""
-    raw_paths = sorted((RUN / "pipelines").glob("*/raw.parquet"))
-    if not raw_paths:
-        pytest.skip("no committed H200 pipelines run")
+    """Every figure of the frozen H200 run's pipelines tables (no SASS checks: those are rebuilt elsewhere)."""
     frames = {
-        "raw": tables.read("raw", raw_paths),
-        "crossval": tables.read("crossval", [RUN / "pipelines" / "crossval.parquet"]),
+        "raw": tables.read("raw", sorted(PIPELINES.glob("*/raw.parquet"))),
+        "crossval": tables.read("crossval", [PIPELINES / "crossval.parquet"]),
     }
     return figures.compute(CASES, frames, {}, "sm_90a", "NVIDIA H200")
 

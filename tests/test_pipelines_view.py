@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ARCHS, ROOT, assert_sass_claims, listing, raw_frame, run_cli
+from helpers import ARCHS, ROOT, assert_sass_claims, listing, raw_frame, run_cli
 from smdissect import catalog, figures, sass, tables
-from smdissect.derived import pipelines as derive
+from smdissect.derived import chains, sweeps
+from smdissect.derived.pipelines import coissue
 from smdissect.figure_model import Figure, judge
 from smdissect.views import pipelines
 
@@ -272,15 +273,15 @@ def test_ilp_knees_are_figures_at_the_fewest_and_most_warps() -> None:
 
 
 def test_ilp_knee_and_its_spread_follow_the_repeats() -> None:
-    assert derive.ilp_knee({1: 1.0, 2: 1.0, 4: 1.0}) == 1 and derive.ilp_knee({1: 0.2, 2: 0.5, 4: 0.95, 8: 1.0}) == 4
+    assert chains.ilp_knee({1: 1.0, 2: 1.0, 4: 1.0}) == 1 and chains.ilp_knee({1: 0.2, 2: 0.5, 4: 0.95, 8: 1.0}) == 4
     flat = {1: [1.0, 1.0], 2: [1.0, 1.0]}
     torn = {1: [0.95, 0.80], 2: [1.0, 1.0]}  # the second repeat falls below the knee share at ilp 1
-    assert derive.robust(derive.ilp_knee, {k: pd.Series(v).to_numpy() for k, v in flat.items()}) == (1, 0)
-    assert derive.robust(derive.ilp_knee, {k: pd.Series(v).to_numpy() for k, v in torn.items()})[1] == 1
+    assert sweeps.robust(chains.ilp_knee, {k: pd.Series(v).to_numpy() for k, v in flat.items()}) == (1, 0)
+    assert sweeps.robust(chains.ilp_knee, {k: pd.Series(v).to_numpy() for k, v in torn.items()})[1] == 1
 
 
 def test_topology_separates_shared_pipe_from_issue_limited_pairs() -> None:
-    evidence, groups = derive.topology(derive.coissue_pairs(_frames()["raw"]))
+    evidence, groups = coissue.topology(coissue.coissue_pairs(_frames()["raw"]))
     ev = evidence.set_index(["name_x", "name_y"])
     # ffma + fp64 (mix 2:1): alone rates allow 5.85 and 5.4 in total, the dispatch port 4; measured 3.96
     issue = ev.loc[("ffma", "fp64")]
@@ -308,8 +309,8 @@ def test_the_rule_does_not_read_issue_starvation_as_a_shared_pipe() -> None:
     base = {"x": 0, "y": 3, "name_x": "ffma", "name_y": "imad", "throughput_x_alone": 3.9, "throughput_y_alone": 1.95}
     at_issue = pd.DataFrame([base | {"throughput_x": 1.95, "throughput_y": 1.95}])  # 3.9 = min(4, 3.9/.5, 1.95/.5)
     at_shared = pd.DataFrame([base | {"throughput_x": 1.3, "throughput_y": 1.3}])  # 2.6 = 1/(.5/3.9 + .5/1.95)
-    assert derive.pair_model(at_issue)["verdict"].item() == "independent"
-    assert derive.pair_model(at_shared)["verdict"].item() == "shared pipe"
+    assert coissue.pair_model(at_issue)["verdict"].item() == "independent"
+    assert coissue.pair_model(at_shared)["verdict"].item() == "shared pipe"
 
 
 def test_coissue_figures_carry_the_pair_model_and_the_pipe_groups() -> None:

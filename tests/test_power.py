@@ -10,11 +10,11 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+import helpers
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import ARCHS, FIXTURES, ROOT, assert_sass_claims
-from conftest import raw_frame as conftest_raw
+from helpers import ARCHS, FIXTURES, ROOT, assert_sass_claims
 from smdissect import catalog, figures, markup, power, sass, tables
 from smdissect.errors import SmdissectError
 from smdissect.figure_model import REFERENCE, Figure, judge
@@ -22,7 +22,7 @@ from smdissect.views import power as view
 
 CASES = catalog.load(ROOT / "kernels", "power")
 SWEEP = [1, 2, 4, 8, 16, 33, 66, 99, 132]
-RECORDED = FIXTURES / "h200" / "power-raw.parquet"
+RECORDED = FIXTURES / "captured" / "power-raw.parquet"
 SW_POWER_CAP, GPU_IDLE = 0x4, 0x1
 
 
@@ -315,7 +315,7 @@ def soak_frame(limits: dict[str, float] | None = None, readings: int = 200) -> p
         (power.SOAK, at, "temperature", list(40 + 30 * t / t[-1])),
         (power.SOAK, at, "throttle_reasons", [float(m) for m in cap]),
     ]
-    return conftest_raw(rows)
+    return helpers.raw_frame(rows)
 
 
 def test_settings_are_checked_against_the_attribute_and_the_datasheet() -> None:

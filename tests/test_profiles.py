@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from test_workflow import copy_workflow, snakemake
+from helpers import RUN, copy_workflow, snakemake
 
 # Stands in for the SLURM tools: records every call (argv, NUL-separated), answers like a cluster
 # where every job fails at once, so snakemake submits, polls once and stops.
@@ -136,15 +136,14 @@ def test_device_all_gives_each_gpu_its_folder_device_and_provenance() -> None:
 
 
 def test_gpus_page_lists_each_gpu_and_links_the_comparison(tmp_path: Path) -> None:
-    """Two result folders holding the committed H200 latency tables, as `device: all` lays them out."""
+    """Two result folders holding the frozen run's latency tables, as `device: all` lays them out."""
     import shutil
 
-    from smdissect import pipeline
+    from smdissect.stages import pages as pages_stage
 
-    root = Path(__file__).resolve().parents[1]
     for name in ("h200-gpu0", "h200-gpu1"):
-        shutil.copytree(root / "reports/h200/tables/sm_90a/latency", tmp_path / name / "sm_90a" / "latency")
-    pipeline.gpus_page([tmp_path / "h200-gpu0", tmp_path / "h200-gpu1"], tmp_path / "gpus.html")
+        shutil.copytree(RUN / "sm_90a" / "latency", tmp_path / name / "sm_90a" / "latency")
+    pages_stage.gpus_page([tmp_path / "h200-gpu0", tmp_path / "h200-gpu1"], tmp_path / "gpus.html")
     page = (tmp_path / "gpus.html").read_text()
     assert page.count("NVIDIA H200") == 2 and 'href="compare/h200-gpu0-vs-h200-gpu1.html"' in page
     assert 'href="h200-gpu1/index.html"' in page and ">0<" in page  # no failed point

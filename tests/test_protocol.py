@@ -12,7 +12,7 @@ import types
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 from smdissect import build, catalog, protocol, run
 from smdissect.errors import SmdissectError
 

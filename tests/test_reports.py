@@ -1,4 +1,4 @@
-"""Index, coverage and compare pages from the committed H200 tables."""
+"""Index, coverage and compare pages from the frozen H200 tables (fixtures/run)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ROOT, run_cli
+from helpers import ROOT, RUN, run_cli
 from smdissect import catalog, compare, coverage, tables
-
-RUN = ROOT / "reports" / "h200" / "tables"
 
 
 def cells(page: str) -> list[list[str]]:

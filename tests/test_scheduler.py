@@ -13,9 +13,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import ARCHS, FLAGS, ROOT, raw_frame
+from helpers import ARCHS, FLAGS, ROOT, raw_frame
 from smdissect import catalog, controlcodes, figures, sass, tables
-from smdissect.derived import scheduler as scheduler_figures
+from smdissect.derived import chains
+from smdissect.derived.scheduler import control_codes, latency, registers, subcore
 from smdissect.figure_model import Figure, judge
 from smdissect.views import scheduler
 
@@ -100,7 +101,7 @@ WOBBLE = (0.0, 0.001, -0.001, 0.002, -0.002, 0.0, 0.0005, -0.0005, 0.0)  # relat
 def h200_warps(regs: int, granule: int = 256) -> int:
     """Warps an H200 SM holds at `regs` registers a thread: 64K registers in 4 partitions, a warp's rounded up to
     `granule`, at most 64 warps."""
-    return min(64, int(scheduler_figures.predicted_warps(regs, np.array([65536]), granule, 4)[0]))
+    return min(64, int(registers.predicted_warps(regs, np.array([65536]), granule, 4)[0]))
 
 
 def _raw(scoreboard_step: bool = True, granule: int = 256) -> pd.DataFrame:
@@ -206,8 +207,8 @@ def test_subcore_figures_say_each_warp_is_bound_to_its_subpartition() -> None:
 
 def test_binding_falls_when_the_slowdown_ignores_warpid() -> None:
     rate = {"a": 0.5, "b": 0.95, "c": 0.5}  # c shares no sub-partition with warp 0, yet is slowed
-    assert scheduler_figures.binding(rate, 1.0, same=["a"], other=["b", "c"]) == pytest.approx(2 / 3)
-    assert scheduler_figures.binding(rate, 1.0, same=["a", "c"], other=["b"]) == 1
+    assert subcore.binding(rate, 1.0, same=["a"], other=["b", "c"]) == pytest.approx(2 / 3)
+    assert subcore.binding(rate, 1.0, same=["a", "c"], other=["b"]) == 1
 
 
 def test_warp_scaling_gives_the_warps_to_saturate_and_the_residency_limits() -> None:
@@ -224,7 +225,7 @@ def test_warp_scaling_gives_the_warps_to_saturate_and_the_residency_limits() -> 
     assert figs["max_resident peak max_resident_warps"].value == 64
     assert figs["max_resident peak max_resident_ctas"].value == 32
     assert not any("resident_warps at" in n for n in figs if n.startswith("warps_"))
-    assert scheduler_figures.saturation_warps({1: 0.1, 2: 0.2, 4: 0.4}) == 4  # still rising: the last point
+    assert chains.saturation_warps({1: 0.1, 2: 0.2, 4: 0.4}) == 4  # still rising: the last point
 
 
 def test_scoreboard_depth_is_one_number() -> None:
@@ -234,7 +235,7 @@ def test_scoreboard_depth_is_one_number() -> None:
     assert "20 loads" in depth.derivation and "24 loads" in depth.derivation and len(depth.points) == 10
     (flat,) = [f for f in _figures(_raw(scoreboard_step=False)) if f.name == "scoreboard depth"]
     assert flat.value == 32 and "no step up to 32 loads" in flat.derivation  # a lower bound: the sweep's end
-    assert scheduler_figures.scoreboard_depth({1: 100.0, 2: 110.0, 4: 200.0}) == (2, 4)
+    assert latency.scoreboard_depth({1: 100.0, 2: 110.0, 4: 200.0}) == (2, 4)
 
 
 def test_setmaxnreg_and_patching_figures() -> None:
@@ -253,8 +254,8 @@ def test_setmaxnreg_and_patching_figures() -> None:
     assert figs["yield_patch inverted yield at warps=8"].value == pytest.approx(1.5)
     assert figs["yield_patch inverted yield at warps=4"].value == pytest.approx(1.0)
     assert figs["yield_patch wrong results"].value == 0
-    assert scheduler_figures.safe_stall({1: 5, 2: 0, 3: 7, 4: 0, 8: 0}) == 4  # a wrong stall above 2 resets it
-    assert scheduler_figures.safe_stall({1: 5, 12: 3}) is None
+    assert control_codes.safe_stall({1: 5, 2: 0, 3: 7, 4: 0, 8: 0}) == 4  # a wrong stall above 2 resets it
+    assert control_codes.safe_stall({1: 5, 12: 3}) is None
     same = [c for c in figs["stall_patch latency at stall=4"].checks if c.name == "same work"]
     assert [c.verdict for c in same] == ["n/a"]  # pipelines/ffma not given here: cannot agree or disagree
 
@@ -301,11 +302,11 @@ def test_chain_stalls_picks_the_mode() -> None:
 
 def test_control_code_figures_where_the_figures_stage_has_the_table() -> None:
     checks = pd.DataFrame({"case": ["stall_patch"], "params": ["{}"], "kernel": ["ffma_chain"], "arch": ["sm_90a"]})
-    found = scheduler_figures.control_code_figures(
+    found = control_codes.control_code_figures(
         {"controlcodes": _codes().assign(arch="sm_90a"), "sass_checks": checks}, []
     )
     assert [(f.name, f.value, f.case) for f in found] == [("ffma_chain compiler stall count", 4.0, "stall_patch")]
-    assert scheduler_figures.control_code_figures({"controlcodes": _codes()}, []) == []
+    assert control_codes.control_code_figures({"controlcodes": _codes()}, []) == []
 
 
 @pytest.mark.parametrize("frames", [{}, {"raw": pd.DataFrame()}, {"raw": _raw().head(0), "controlcodes": _codes()}])
@@ -355,8 +356,8 @@ def test_register_file_fit_contradicts_a_finer_allocation() -> None:
 
 
 def test_register_fits_need_two_points_and_say_when_none_fits() -> None:
-    assert scheduler_figures.regfile_figures(_raw().head(0), []) == []
-    assert scheduler_figures.register_fits([(30, 64.0), (41, 64.0), (137, 12.0), (36, 60.0)]) == []
+    assert registers.regfile_figures(_raw().head(0), []) == []
+    assert registers.register_fits([(30, 64.0), (41, 64.0), (137, 12.0), (36, 60.0)]) == []
 
 
 def test_reuse_figures() -> None:

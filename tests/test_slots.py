@@ -20,9 +20,11 @@ from pathlib import Path
 
 import pynvml
 import pytest
-from conftest import ROOT
-from smdissect import cli, device, gputime, pipeline, run, slots
+from helpers import ROOT
+from smdissect import device, gputime, run, slots
 from smdissect.errors import SmdissectError
+from smdissect.stages import gpu as gpu_stage
+from smdissect.stages import static as static_stage
 
 UUIDS = [f"GPU-{i:08x}-0000-0000-0000-000000000000" for i in range(3)]
 
@@ -105,7 +107,7 @@ def fake_gpus(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, uuids: list[str])
 
 
 def family_offsets(category: str, family: str) -> set[int]:
-    return run.gpu_offsets(pipeline.family_cases(ROOT / "kernels", category, family))
+    return run.gpu_offsets(static_stage.family_cases(ROOT / "kernels", category, family))
 
 
 def gpu_job(index: int, offsets: set[int], records: str, start: Barrier, meet: Barrier | None) -> None:
@@ -113,7 +115,7 @@ def gpu_job(index: int, offsets: set[int], records: str, start: Barrier, meet: B
     GPUs it meets the other jobs at `meet` (failing unless all hold theirs at once), else works 0.05 s; it records
     when it held them."""
     start.wait(10)
-    with cli._device(str(index), offsets):
+    with gpu_stage._device(str(index), offsets):
         began = time.monotonic()
         if meet:
             meet.wait(10)  # BrokenBarrierError unless every job holds its GPUs now
@@ -171,10 +173,10 @@ def test_a_job_uses_its_peers_counted_from_its_own_gpu(tmp_path: Path, monkeypat
     static point, which uses no GPU."""
     fake_gpus(monkeypatch, tmp_path, UUIDS)
     mixed = [UUIDS[0], None, UUIDS[2]]  # device 1 of another model: no job runs there, a peer may use it
-    assert cli._used_gpus(mixed, {0, 1}) == [set(UUIDS[:2]), None, {UUIDS[2], UUIDS[0]}]
-    assert cli._used_gpus(mixed, {0}) == [{UUIDS[0]}, None, {UUIDS[2]}]
+    assert gpu_stage._used_gpus(mixed, {0, 1}) == [set(UUIDS[:2]), None, {UUIDS[2], UUIDS[0]}]
+    assert gpu_stage._used_gpus(mixed, {0}) == [{UUIDS[0]}, None, {UUIDS[2]}]
     fake_gpus(monkeypatch, tmp_path, UUIDS[:1])
-    assert cli._used_gpus(UUIDS[:1], {0, 1}) == [{UUIDS[0]}]
+    assert gpu_stage._used_gpus(UUIDS[:1], {0, 1}) == [{UUIDS[0]}]
 
 
 def test_a_held_peer_is_waited_for_then_named(tmp_path: Path) -> None:
@@ -324,7 +326,7 @@ def test_a_gpu_job_logs_its_wait_and_hold_as_stage_times_sums_them(
     loader.exec_module(stage_times)
     monkeypatch.setattr(device, "uuids_like", lambda index=0: [UUIDS[0]])
     monkeypatch.setenv(slots.LOCK_DIR_ENV, str(tmp_path / "locks"))
-    with cli._device("0") as index:
+    with gpu_stage._device("0") as index:
         time.sleep(0.2)
     line = capsys.readouterr().err
     assert index == 0 and len(gputime.HELD.findall(line)) == 1 and float(gputime.HELD.findall(line)[0][0]) >= 0.2

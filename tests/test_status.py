@@ -5,13 +5,10 @@ contradicted with their reason, and the launch's own counters alone make a figur
 from __future__ import annotations
 
 import pandas as pd
-import pytest
-from conftest import ROOT, raw_frame
+from helpers import raw_frame
 from smdissect import catalog, crossval, figures, tables
 from smdissect.checks import SPREAD
 from smdissect.figure_model import Figure, judge
-
-RUN = ROOT / "reports" / "h200" / "tables" / "sm_90a"
 
 
 def case(category: str = "pipelines", **entry: object) -> catalog.Case:
@@ -105,20 +102,3 @@ def test_the_launchs_own_counters_alone_make_a_figure_consistent_not_verified() 
     probe = case()
     status, reason = peak(probe, {4: [1.0] * 9, 8: [1.0] * 9}, crossval=counter_row(probe, 1e6, 1.001e6))
     assert status == "consistent" and "the launch's own counters agree (counter)" in reason, reason
-
-
-def committed() -> pd.DataFrame:
-    paths = sorted(RUN.glob("*/figures.parquet"))
-    if not paths:
-        pytest.skip("no committed H200 run")
-    return tables.read("figures", paths)
-
-
-def test_no_committed_unverified_reason_is_about_the_profiling_plan() -> None:
-    found = committed()
-    unverified = found[found["status"] == "unverified"]
-    assert len(unverified) and not unverified["reason"].str.contains("profiled", case=False).any()
-
-
-def test_every_committed_figure_has_one_of_the_statuses() -> None:
-    assert set(committed()["status"]) <= set(tables.FIGURE_STATUSES)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ARCHS, BUILD_ARCHS, ROOT, assert_profile_budget, assert_sass_claims, raw_frame
+from helpers import ARCHS, BUILD_ARCHS, ROOT, assert_profile_budget, assert_sass_claims, raw_frame
 from smdissect import catalog, figures, sass, tables
 from smdissect.derived import sync as derived
 from smdissect.figure_model import Figure

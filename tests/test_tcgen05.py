@@ -10,12 +10,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import BUILD_ARCHS, FLAGS, ROOT, assert_sass_claims, listing, run_cli
-from smdissect import archs, build, catalog, device, run, sass
+from helpers import BUILD_ARCHS, FLAGS, ROOT, assert_sass_claims, listing, run_cli
+from smdissect import archs, build, catalog, device, features, run, sass
 
 CASES = catalog.families(catalog.load(ROOT / "kernels", "tensorcore"))["tcgen05"]
 MMA_CASES = [c for c in CASES if "n" in c.sweep]
-OTHER_ARCHS = [a for a in BUILD_ARCHS if catalog.sm_version(a) not in archs.FEATURES["tcgen05"]]
+OTHER_ARCHS = [a for a in BUILD_ARCHS if catalog.sm_version(a) not in features.FEATURES["tcgen05"]]
 TCGEN05_OPCODES = re.compile(r"^(UTC|LDTM|STTM)")
 
 # Instruction descriptors derived by hand from PTX ISA 9.1 9.7.16.4.2. Table 42 (f16/tf32/f8f6f4/i8): dtype F32 = 1,

@@ -10,16 +10,17 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ARCHS, ROOT, raw_frame
-from smdissect import catalog, figures, pipeline, sass, tables
+from helpers import ARCHS, ROOT, RUN, raw_frame
+from smdissect import catalog, figures, sass, tables
 from smdissect.derived import tensorcore as derived
 from smdissect.figure_model import Figure, judge
+from smdissect.stages import static as static_stage
 from smdissect.views import tensorcore as view
 
 WGMMA = ["wgmma", "wgmma_fp8", "wgmma_int", "wgmma_sp"]
 FAMILIES = ["mma", "blockscale", *WGMMA, "ldmatrix"]
 CASES = catalog.load(ROOT / "kernels", "tensorcore")
-RUN = ROOT / "reports" / "h200" / "tables" / "sm_90a" / "tensorcore"
+TENSORCORE = RUN / "sm_90a" / "tensorcore"
 
 # What each arch makes of the formats whose SASS differs between them (per mma of the long ilp-1 kernel).
 FORMS = {
@@ -46,9 +47,9 @@ FORMS = {
 def sass_frames(compiled, arch: str, family: str, tmp_path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The sass and sass_checks tables of one family, made by the pipeline's own stage."""
     binary = compiled(arch, "tensorcore", family)
-    cases = pipeline.family_cases(ROOT / "kernels", "tensorcore", family)
+    cases = static_stage.family_cases(ROOT / "kernels", "tensorcore", family)
     out = tmp_path / arch / family
-    pipeline.sass_tables(
+    static_stage.sass_tables(
         binary,
         binary.with_suffix(".json"),
         cases,
@@ -145,7 +146,7 @@ def test_tensor_cases_name_their_bound_and_their_plateau() -> None:
 
 
 def frame(rows: list[tuple[str, dict, str, list[float]]], units: dict[str, str]) -> pd.DataFrame:
-    """A raw table as an H200 run writes it (conftest's raw_frame), each metric in its unit."""
+    """A raw table as an H200 run writes it (helpers.raw_frame), each metric in its unit."""
     parts = [
         raw_frame([r for r in rows if r[2] == m], unit=u, arch="sm_90a", category="tensorcore", clock_mhz=1795.0)
         for m, u in units.items()
@@ -272,10 +273,7 @@ def test_view_sections_on_real_shaped_frames(compiled, tmp_path: Path) -> None:
 
 
 def test_committed_h200_tensor_figures() -> None:
-    paths = sorted(RUN.glob("*/raw.parquet"))
-    if not paths:
-        pytest.skip("no committed H200 tensorcore run")
-    found = by_name(judged(tables.read("raw", paths)))
+    found = by_name(judged(tables.read("raw", sorted(TENSORCORE.glob("*/raw.parquet")))))
     # every mma.sync format issues one mma every ~6 cycles per sub-partition: 2/3 of the dense f16/bf16/tf32/s8 peak
     for case in ("mma_f16_f32", "mma_bf16_f32", "mma_tf32_f32", "mma_s8_s32"):
         assert 5.9 < found[f"{case} issue interval"].value < 6.1, case
@@ -307,10 +305,7 @@ def test_committed_h200_tensor_figures() -> None:
 
 
 def test_committed_peaks_stand_beside_the_library_gemm_of_their_format() -> None:
-    path = RUN / "figures.parquet"
-    if not path.exists():
-        pytest.skip("no committed H200 tensorcore figures")
-    rows = view.library(pd.read_parquet(path)).set_index("case")
+    rows = view.library(pd.read_parquet(TENSORCORE / "figures.parquet")).set_index("case")
     for case, lib in (("wgmma_e4m3_f32_ss", "e4m3"), ("wgmma_s8_s32_ss", "s8"), ("wgmma_tf32_f32_ss", "tf32"),
                       ("wgmma_bf16_f32_ss", "bf16"), ("mma_f64_m16n8k8", "f64"), ("wgmma_e5m2xe4m3_f32_ss", "e5m2"),
                       ("wgmma_sp_f16_f32_ss", "sp_f16"), ("wgmma_sp_f16_f32_rs", "sp_f16")):  # fmt: skip

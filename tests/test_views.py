@@ -1,5 +1,5 @@
 """The views found: each view module declares a category of the manifests, once, and meets the View contract (a
-wrong signature is refused), the docs' worked example renders on the committed H200 tables, and the median and
+wrong signature is refused), the docs' worked example renders on the frozen H200 tables, and the median and
 spread every page and figure uses."""
 
 from __future__ import annotations
@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ROOT
-from smdissect import catalog, category_sections, markup, pipeline, stats, tables, views
+from helpers import ROOT, RUN
+from smdissect import catalog, category_sections, markup, stats, tables, views
 from smdissect.errors import SmdissectError
+from smdissect.stages import pages as pages_stage
 
 VIEW_FILES = sorted(p.stem for p in (ROOT / "workflow" / "smdissect" / "views").glob("*.py") if p.stem != "__init__")
-LATENCY = ROOT / "reports" / "h200" / "tables" / "sm_90a" / "latency"
+LATENCY = RUN / "sm_90a" / "latency"
 
 
 def test_every_view_file_is_found_for_a_category_and_the_rest_have_the_common_sections() -> None:
@@ -89,7 +90,7 @@ def test_the_docs_example_view_renders_on_the_committed_latency_figures(
     monkeypatch.setitem(views.views(), "latency", views.checked(module["sections"]))  # type: ignore[arg-type]
     out = tmp_path / "latency.html"
     inputs = {kind: sorted(LATENCY.rglob(f"{kind}.parquet")) for kind in ("figures", "status")}
-    pipeline.report_page(ROOT / "kernels", "latency", inputs, {}, out, {}, ["latency"])
+    pages_stage.report_page(ROOT / "kernels", "latency", inputs, {}, out, {}, ["latency"])
     page = out.read_text()
     ids = re.findall(r'<section id="([^"]+)">', page)
     assert ids[:2] == ["findings", "ffma-dependent-latency"]  # the view's sections come right after the findings
@@ -104,7 +105,7 @@ def test_the_docs_example_view_renders_on_the_committed_latency_figures(
 def test_a_page_names_its_coded_parameter_values_before_the_views_sections(tmp_path: Path) -> None:
     out = tmp_path / "memory.html"
     inputs = {"figures": sorted((LATENCY.parent / "memory").rglob("figures.parquet"))}
-    pipeline.report_page(ROOT / "kernels", "memory", inputs, {}, out, {}, ["memory"])
+    pages_stage.report_page(ROOT / "kernels", "memory", inputs, {}, out, {}, ["memory"])
     page = out.read_text()
     ids = re.findall(r'<section id="([^"]+)">', page)
     assert ids[:2] == ["findings", "coded-parameter-values"]

@@ -12,28 +12,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ROOT, run_cli
-from smdissect import device
+from helpers import NO_GPU, ROOT, RUN, copy_workflow, snakemake
 
-PARTS = ["Snakefile", "rules", "workflow", "kernels", "config", "profiles", "reference", "reports/templates"]
 GPU_STAGES = ["run", "profile", "parse", "crossval"]
-NO_GPU = isinstance(device.query(0), str)
 needs_no_gpu = pytest.mark.skipif(not NO_GPU, reason="checks the no-GPU path; this machine has a GPU")
-
-
-def snakemake(workdir: Path, *args: str):
-    return run_cli(sys.executable, "-m", "snakemake", "--cores", "2", *args, cwd=workdir)
-
-
-def copy_workflow(dest: Path) -> Path:
-    """A copy of the workflow configured for the latency category only, so runs here never touch the
-    checkout's results and stay fast (every category's kernels are built and SASS-checked in its own tests)."""
-    for part in PARTS:
-        src = ROOT / part
-        (shutil.copytree if src.is_dir() else shutil.copy2)(src, dest / part)
-    config = dest / "config" / "config.yaml"
-    config.write_text(re.sub(r"^categories: .*$", "categories: [latency]", config.read_text(), flags=re.M))
-    return dest
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +40,7 @@ def test_jobs_run_the_interpreter_running_the_workflow(tmp_path: Path) -> None:
     (here one that fails), and the printed shell commands read as `smdissect <stage>`."""
     copy_workflow(tmp_path)
     for folder in ("a", "b"):  # two result folders on disk: the compare rule is one real job, no GPU needed
-        shutil.copytree(ROOT / "reports/h200/tables/sm_90a/latency", tmp_path / "results" / folder / "x" / "latency")
+        shutil.copytree(RUN / "sm_90a" / "latency", tmp_path / "results" / folder / "x" / "latency")
     shims = tmp_path / "shims"
     shims.mkdir()
     for name in ("python3", "python"):

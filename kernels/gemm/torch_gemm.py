@@ -9,7 +9,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from smdissect import archs, protocol
+from smdissect import features, protocol
 
 CHECKED_ROWS = 64  # output rows, spread over the matrix, checked against a float64 product of the same inputs
 ALIGN = 16  # torch._scaled_mm wants every dimension a multiple of 16 (torch._int_mm: of 8)
@@ -18,7 +18,7 @@ ALIGN = 16  # torch._scaled_mm wants every dimension a multiple of 16 (torch._in
 @dataclass(frozen=True)
 class Format:
     """A case's format: its operands' torch dtype, the torch function it calls, the unit of its rate, the largest
-    max_rel_err its output may show, and the archs.FEATURES entry the GPU needs (the manifest's `requires`)."""
+    max_rel_err its output may show, and the features.FEATURES entry the GPU needs (the manifest's `requires`)."""
 
     dtype: str
     function: str
@@ -53,8 +53,8 @@ def unavailable(torch: Any, fmt: Format) -> str:
             "(pip install -e '.[torch]')"
         )
     major, minor = torch.cuda.get_device_capability()
-    if fmt.feature and major * 10 + minor not in archs.FEATURES[fmt.feature]:
-        where = ", ".join(f"sm_{sm}" for sm in sorted(archs.FEATURES[fmt.feature]))
+    if fmt.feature and major * 10 + minor not in features.FEATURES[fmt.feature]:
+        where = ", ".join(f"sm_{sm}" for sm in sorted(features.FEATURES[fmt.feature]))
         return (
             f"torch.{fmt.function} on {fmt.dtype} needs a GPU with {fmt.feature} ({where}), this one is "
             f"sm_{major}{minor}: run it on one of those (the manifest's requires keeps it static elsewhere)"

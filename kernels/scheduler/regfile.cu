@@ -11,7 +11,7 @@
 namespace {
 
 constexpr int kCtaWarps = 2;               // 2-warp CTAs: the 32-CTA limit still lets 64 warps in
-constexpr long long kSpin = 40000;         // cycles each warp stays resident
+constexpr long long kSpin = 400000;        // cycles each warp stays resident: well past the time a full wave of CTAs takes to launch
 constexpr long kMaxSpinIters = 1 << 22;    // cap of the spin loop, whatever the clock does
 using Swept = std::integer_sequence<int, 8, 24, 32, 40, 48, 56, 64, 72, 80, 96, 112, 128, 144, 160, 176, 192>;
 

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from . import catalog
 from .errors import SmdissectError
 
 APPENDIX = "reference/seed_sm120_appendix.csv"  # the appendix's values for the RTX PRO 5000, field by field
@@ -54,7 +53,7 @@ def _typed(text: str) -> float | str | bool | None:
 
 
 @cache
-def appendix(root: Path = catalog.KERNELS.parent) -> dict[str, Field]:
+def appendix(root: Path) -> dict[str, Field]:
     """Every field of the appendix (reference/seed_sm120_appendix.csv under `root`), in its order."""
     path = root / APPENDIX
     if not path.exists():
@@ -74,7 +73,7 @@ def appendix(root: Path = catalog.KERNELS.parent) -> dict[str, Field]:
         }
 
 
-def appendix_value(field: str, root: Path = catalog.KERNELS.parent) -> Field:
+def appendix_value(field: str, root: Path) -> Field:
     """The appendix's RTX PRO 5000 value of one field, with its unit and source (compare-paper shows it beside the
     earlier summary's figure where the two differ)."""
     found = appendix(root).get(field)
@@ -83,7 +82,7 @@ def appendix_value(field: str, root: Path = catalog.KERNELS.parent) -> Field:
     return found
 
 
-def appendix_for(summary_id: str, root: Path = catalog.KERNELS.parent) -> Field | None:
+def appendix_for(summary_id: str, root: Path) -> Field | None:
     """The appendix field that states the same quantity as a row of the earlier summary (reference/seed_sm120.csv),
     or None where the appendix has none."""
     return next((f for f in appendix(root).values() if summary_id in f.summary), None)

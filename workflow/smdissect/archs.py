@@ -1,5 +1,5 @@
 """Per-arch and per-GPU-model hardware facts, each with its published source: issue and pipe rates, tensor-core
-peaks, datasheet DRAM bandwidth, SM counts and clocks, and the arch features a case may require."""
+peaks, datasheet DRAM bandwidth, SM counts and clocks (the arch features a case may require: features.py)."""
 
 from __future__ import annotations
 
@@ -40,39 +40,8 @@ ISSUE_RATE = 4.0  # warp instructions per cycle per SM: each of the SCHEDULERS d
 # compute capabilities 5.x on): 128 bytes per cycle per SM; the L1 data path shares it.
 SMEM_BYTES_PER_CYCLE = 128.0
 
-# Arch features a case may require, with the SM versions that have them (PTX ISA target notes).
-BLACKWELL = {100, 101, 103, 110, 120, 121}
-FEATURES: dict[str, set[int]] = {
-    "wgmma": {90},
-    "setmaxnreg": {90} | BLACKWELL,
-    "cluster": {90} | BLACKWELL,
-    "tma": {90} | BLACKWELL,
-    # .multicast::cluster bulk tensor loads: sm_90a and datacenter Blackwell (ptxas 13.0 advises against sm_120a,
-    # where it compiles to a syscall that emulates the multicast)
-    "tma_multicast": {90, 100, 101, 103, 110},
-    "fp4": BLACKWELL,
-    "cvt_narrow": BLACKWELL,  # cvt to e2m1x2 / e2m3x2 / e3m2x2 / ue8m0x2
-    "mma_block_scale": {120, 121},  # mma.sync .kind::mxf8f6f4 / mxf4 / mxf4nvf4 with scale factors
-    "f8f6f4": {120, 121},  # mma.sync .kind::f8f6f4
-    # tcgen05 (Tensor Memory, tcgen05.mma/.cp/.ld/.st): sm_100a, sm_103a, sm_110a (sm_101a before PTX ISA 9.0); its
-    # .kind::i8 not on sm_103a (PTX ISA 9.1, tcgen05.mma target notes)
-    "tcgen05": {100, 101, 103, 110},
-    "tcgen05_i8": {100, 101, 110},
-    "clc": {100, 101, 103, 110, 120, 121},  # cluster launch control
-    # Older instructions the newest ones keep: (sm_89) mma.sync and cvt with e4m3/e5m2; (sm_90) elect.sync,
-    # griddepcontrol (programmatic dependent launch), stmatrix, add/sub/mul/min/max of .bf16x2.
-    "fp8": {89, 90} | BLACKWELL,
-    "elect": {90} | BLACKWELL,
-    "pdl": {90} | BLACKWELL,
-    "stmatrix": {90} | BLACKWELL,
-    "bf16x2_arith": {90} | BLACKWELL,
-    # mma.sync .f64 m16n8k4 / k8 / k16 (PTX ISA: sm_90 or higher; ptxas 13.0: one DMMA.16x8xK on sm_90a, 2 x K/4
-    # DMMA.8x8x4 on sm_100a and sm_120a)
-    "f64_mma_m16": {90} | BLACKWELL,
-}
 # The archs CI builds every family for and SASS-checks every case on; the README plans each.
 CHECKED_ARCHS = ("sm_80", "sm_89", "sm_90a", "sm_100a", "sm_120a")
-FEATURES_HEADER = "kernels/common/features.cuh"  # FEATURES as preprocessor tests for the kernels (features_header)
 # Compute capabilities with an arch-specific ('a') target: their full feature set needs it.
 ARCH_SPECIFIC = {(9, 0), (10, 0), (10, 1), (10, 3), (11, 0), (12, 0), (12, 1)}
 # Nsight Compute's chip name per compute capability (`ncu --query-metrics --chip`): the first chip of each arch
@@ -407,24 +376,3 @@ def _reference(arch: str) -> tuple[GpuModel, set[str] | None] | None:
         return None
     model = next(m for m in MODELS if m.name == entry[0])
     return model, entry[1]
-
-
-def features_header() -> str:
-    """FEATURES as the kernels' preprocessor tests: `#if SMD_HAS(tma)` keeps a body on an arch with the feature
-    and compiles it out elsewhere (the case is a static row there); the host pass sees every body."""
-    lines = [
-        "// Generated from FEATURES in workflow/smdissect/archs.py by `smdissect features`: do not edit.",
-        "// SMD_HAS(feature) is 1 where the arch being compiled has the feature, and in the host pass.",
-        "#pragma once",
-        "#if defined(__CUDA_ARCH__)",
-        "#define SMD_SM (__CUDA_ARCH__ / 10)",
-    ]
-    for name, sms in sorted(FEATURES.items()):
-        lines.append(f"#define SMD_HAS_{name} ({' || '.join(f'SMD_SM == {sm}' for sm in sorted(sms))})")
-    lines += [
-        "#else",
-        *(f"#define SMD_HAS_{name} 1" for name in sorted(FEATURES)),
-        "#endif",
-        "#define SMD_HAS(feature) SMD_HAS_##feature",
-    ]
-    return "\n".join(lines) + "\n"

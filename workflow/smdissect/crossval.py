@@ -111,23 +111,7 @@ def checks_for_point(
         float(expected),
         _metric(ncu, "long", "smsp__inst_executed.sum"),
     )
-    cpi_note = (
-        ""
-        if warps <= SCHEDULERS
-        else (
-            f"{warps} warps share {SCHEDULERS} schedulers and finish at different times, so the CTA's clock64 span "
-            "exceeds the average warp's active time that ncu divides by"
-        )
-    )
-    yield _row(
-        case,
-        params,
-        "CPI: clock64 vs smsp__average_warp_latency_per_inst_issued",
-        "cpi",
-        clock64_cycles * warps / expected if not cpi_note else float("nan"),
-        _metric(ncu, "long", "smsp__average_warp_latency_per_inst_issued.ratio"),
-        cpi_note,
-    )
+    yield _cpi_row(case, params, clock64_cycles, expected, warps, ncu)
     latency = raw[raw.metric == "latency"]
     if len(latency):
         extra = (ops["long"] - ops["short"]) * iterations
@@ -141,6 +125,28 @@ def checks_for_point(
             slope,
         )
     yield _stall_row(case, params, stalls[stalls.variant == "long"], _stall_scope(point))
+
+
+def _cpi_row(case: Case, params: str, cycles: float, expected: int, warps: int, ncu: pd.DataFrame) -> dict[str, Any]:
+    """clock64 cycles per issued instruction of the chain (`expected` warp instructions in `cycles`) against ncu's warp
+    latency per issued instruction; not applicable where more warps than schedulers share the CTA's span."""
+    note = (
+        ""
+        if warps <= SCHEDULERS
+        else (
+            f"{warps} warps share {SCHEDULERS} schedulers and finish at different times, so the CTA's clock64 span "
+            "exceeds the average warp's active time that ncu divides by"
+        )
+    )
+    return _row(
+        case,
+        params,
+        "CPI: clock64 vs smsp__average_warp_latency_per_inst_issued",
+        "cpi",
+        cycles * warps / expected if not note else float("nan"),
+        _metric(ncu, "long", "smsp__average_warp_latency_per_inst_issued.ratio"),
+        note,
+    )
 
 
 def expect_rows(case: Case, params: str, raw: pd.DataFrame, ncu: pd.DataFrame) -> Iterator[dict[str, Any]]:

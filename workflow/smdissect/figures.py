@@ -48,71 +48,43 @@ def headline(case: Case, metric: str, unit: str, pts: list[Point], peaks: dict[s
     if how == "none":
         return []
     if how == "each":
-        return [
-            Figure(
-                kind="each",
-                name=f"{case.id} {metric} at {point_text(p.params)}",
-                value=p.value,
-                spread=p.spread,
-                samples=p.samples,
-                derivation=_samples_text(p),
-                params=p.params,
-                points=(p.params,),
-                **base,
-            )
-            for p in pts
-        ]
+        return [_taken(p, "each", f"{case.id} {metric} at {point_text(p.params)}", _samples_text(p), base) for p in pts]
     if how == "point":
         p = pts[0]
         at = f" at {point_text(p.params)}" if len(pts) == 1 and p.params != "{}" else ""
-        return [
-            Figure(
-                kind="point",
-                name=f"{case.id} {metric}",
-                value=p.value,
-                spread=p.spread,
-                samples=p.samples,
-                derivation=_samples_text(p) + at,
-                params=p.params,
-                points=(p.params,),
-                **base,
-            )
-        ]
+        return [_taken(p, "point", f"{case.id} {metric}", _samples_text(p) + at, base)]
     if how == "peak":
         p = peaks[metric]
-        return [
-            Figure(
-                kind="peak",
-                name=f"{case.id} peak {metric}",
-                value=p.value,
-                spread=p.spread,
-                samples=p.samples,
-                derivation=f"best of {len(pts)} points, at {point_text(p.params)} ({_samples_text(p)})",
-                params=p.params,
-                points=(p.params,),
-                **base,
-            )
-        ]
-    other = how["at"]
+        best = f"best of {len(pts)} points, at {point_text(p.params)} ({_samples_text(p)})"
+        return [_taken(p, "peak", f"{case.id} peak {metric}", best, base)]
+    return _at_peak_of(how["at"], pts, peaks, base)
+
+
+def _taken(p: Point, kind: str, name: str, derivation: str, base: dict[str, str], companion: str = "") -> Figure:
+    """A figure taken at one point: its value, spread and samples there."""
+    return Figure(
+        kind=kind,
+        name=name,
+        value=p.value,
+        spread=p.spread,
+        samples=p.samples,
+        derivation=derivation,
+        params=p.params,
+        points=(p.params,),
+        companion=companion,
+        **base,
+    )
+
+
+def _at_peak_of(other: str, pts: list[Point], peaks: dict[str, Point], base: dict[str, str]) -> list[Figure]:
+    """A metric's figure at the point where another metric of its case peaks (none where that one has no peak)."""
     if other not in peaks:
         return []
     p = next((q for q in pts if q.params == peaks[other].params), None)
     if p is None:
         return []
-    return [
-        Figure(
-            kind="peak",
-            name=f"{case.id} {metric} at peak {other}",
-            value=p.value,
-            spread=p.spread,
-            samples=p.samples,
-            derivation=f"at the point of peak {other}: {point_text(p.params)} ({_samples_text(p)})",
-            params=p.params,
-            points=(p.params,),
-            companion=other,
-            **base,
-        )
-    ]
+    where = f"at the point of peak {other}: {point_text(p.params)} ({_samples_text(p)})"
+    return [_taken(p, "peak", f"{base['case']} {base['metric']} at peak {other}", where, base, companion=other)]
 
 
 def case_figures(case: Case, raw: pd.DataFrame, by_point: dict[tuple[str, str], list[Point]]) -> list[Figure]:

@@ -16,7 +16,7 @@ import jsonschema
 import numpy as np
 import pandas as pd
 
-from . import __version__, archs, catalog, paper, tables
+from . import __version__, archs, catalog, paper, paper_accounting, paper_formulas, tables
 from .appendix import APPENDIX, APPENDIX_SOURCE, Field, appendix
 from .errors import SmdissectError
 from .files import write_text
@@ -33,15 +33,15 @@ REASONS = {
     "label or formula": "the appendix gives a name, formula or yes/no here, not a measured number",
 }
 # Formulas a field may be derived by: the paper map's, and the conversions of a rate to the appendix's intervals.
-FORMULAS: dict[str, paper.Formula] = {
-    **paper.FORMULAS,
-    "per_scheduler": paper.Formula(
+FORMULAS: dict[str, paper_formulas.Formula] = {
+    **paper_formulas.FORMULAS,
+    "per_scheduler": paper_formulas.Formula(
         1, False, lambda f: archs.SCHEDULERS / float(f[0]["value"].iloc[0]), f"{archs.SCHEDULERS} schedulers / {{0}}"
     ),
-    "per_sm": paper.Formula(
+    "per_sm": paper_formulas.Formula(
         1, False, lambda f: float(f[0]["value"].iloc[0]) / archs.SCHEDULERS, f"{{0}} / {archs.SCHEDULERS} schedulers"
     ),
-    "reciprocal": paper.Formula(1, False, lambda f: 1 / float(f[0]["value"].iloc[0]), "1 / {0}"),
+    "reciprocal": paper_formulas.Formula(1, False, lambda f: 1 / float(f[0]["value"].iloc[0]), "1 / {0}"),
 }
 _ENTRY = {
     "type": "object",
@@ -102,7 +102,7 @@ def _entry(key: str, spec: dict[str, Any], cases: dict[str, catalog.Case]) -> En
     )
 
 
-def entries(kernels: Path = catalog.KERNELS, path: Path | None = None) -> dict[str, Entry]:
+def entries(kernels: Path, path: Path | None = None) -> dict[str, Entry]:
     """Every appendix field with its entry in the map (`path`, default reference/model_fields.yaml): its own key,
     else the longest pattern that matches it. A field no entry covers, a key no field has and a pattern that
     matches nothing are one-line errors."""
@@ -177,10 +177,10 @@ def parameter(
         why = f"{entry.reason}: {REASONS[entry.reason]}"
         return {"value": None, "unit": field.unit, "status": ABSENT, "reason": why} | note
     rule = FORMULAS.get(entry.formula)
-    found = [paper.matches(figures, r) for r in entry.refs]
+    found = [paper_accounting.matches(figures, r) for r in entry.refs]
     for ref, f in zip(entry.refs, found, strict=True):
         if f.empty:
-            state, why = paper.absent(ref, status, arch, kernels)
+            state, why = paper_accounting.absent(ref, status, arch, kernels)
             return {"value": None, "unit": field.unit, "status": state, "reason": why} | note
         if len(f) > 1 and not (rule and rule.many):
             raise SmdissectError(
@@ -189,7 +189,7 @@ def parameter(
     first = found[0].iloc[0]
     if rule is None:
         value, spread, unit = float(first["value"]), _number(first["spread"]), str(first["unit"])
-        factor = paper.UNIT_FACTORS.get((unit, field.unit)) if field.unit and unit != field.unit else None
+        factor = paper_accounting.UNIT_FACTORS.get((unit, field.unit)) if field.unit and unit != field.unit else None
         if factor is not None:
             value, spread, unit = value * factor, None if spread is None else spread * factor, field.unit
         state, why = str(first["status"]), str(first["reason"])
@@ -232,9 +232,7 @@ def evidence_text(entry: Entry) -> str:
 # --- the model -----------------------------------------------------------------------------------------------------
 
 
-def build(
-    figures: pd.DataFrame, status: pd.DataFrame | None, where: str, kernels: Path = catalog.KERNELS
-) -> dict[str, Any]:
+def build(figures: pd.DataFrame, status: pd.DataFrame | None, where: str, kernels: Path) -> dict[str, Any]:
     """The model of the GPU whose figures these are (`where` names the tables in its provenance)."""
     if figures.empty:
         raise SmdissectError(f"{where} holds no figures: run `snakemake --cores all tables` for that GPU first")
@@ -290,7 +288,7 @@ def read(path: Path) -> dict[str, Any]:
     return model
 
 
-def export(folder: Path, out: Path, kernels: Path = catalog.KERNELS) -> dict[str, Any]:
+def export(folder: Path, out: Path, kernels: Path) -> dict[str, Any]:
     """Write the model of the figures under `folder` (results/<gpu>/ or reports/<gpu>/tables/) to `out`."""
     figures = tables.read("figures", tables.find("figures", folder))
     status = tables.read("status", tables.find("status", folder))

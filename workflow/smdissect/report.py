@@ -1,21 +1,18 @@
-"""The pages: each category's (the sections every page has around the category's registered view), the index
-of one GPU, the page over several GPUs, the comparison of two result sets and the paper's figures accounted for."""
+"""The pages: each category's (the sections every page has around the category's registered view), the page over
+several GPUs, the comparison of two result sets and the paper's figures accounted for (the index: report_index)."""
 
 from __future__ import annotations
 
 import html
 from collections.abc import Callable
 from pathlib import Path
-from typing import cast
 
 import pandas as pd
 
 from . import category_sections as common
 from . import evidence
-from .evidence import STATUS_COLUMNS, headline_rows, readable
 from .files import write_text
 from .markup import badge, deftable, document, empty, fold, navigation, number, sections, share, table, table_of
-from .sheet import TOLERANCE, Glance
 from .tables import FIGURE_STATUSES, STATUS_MEANING, TABLES
 from .views import view_of
 
@@ -33,7 +30,7 @@ def _missing(name: str, tables: dict[str, pd.DataFrame], skipped: dict[str, str]
     return f"not measured: {'; '.join(reasons)}" if reasons else "no rows"
 
 
-def _lede(title: str, provenance: dict[str, str], skipped: dict[str, str]) -> str:
+def lede(title: str, provenance: dict[str, str], skipped: dict[str, str]) -> str:
     """Title, which GPU measured the page, how ratios and spreads read, and the skipped-stages box."""
     labels = (("gpu", ""), ("arch", ""), ("driver", "driver "), ("cuda", "CUDA "))
     who = " &middot; ".join(f"{label}{html.escape(str(provenance[k]))}" for k, label in labels if provenance.get(k))
@@ -55,19 +52,17 @@ def render_category(
     elsewhere: dict[str, str],
     gpus: str = "",
 ) -> None:
-    """Write one category's report page (`tables` holds the category's tables and the paper's `reference`): findings
-    first, then the view's evidence, coverage, and the long evidence tables folded; `elsewhere` maps a static
-    reason to the page of a run that measured those points, `gpus` is the href of the run's page over its GPUs."""
-    from . import headlines
+    """Write one category's report page (`tables` holds the category's tables, the paper's `reference` and its key
+    `findings` as headlines.table gives them): findings first, then the view's evidence, coverage, and the long
+    evidence tables folded; `elsewhere` maps a static reason to the page of a run that measured those points, `gpus`
+    is the href of the run's page over its GPUs."""
 
     def part(name: str, render: Callable[[pd.DataFrame], str]) -> str:
         why = _missing(name, tables, skipped)
         return empty(why) if why else render(tables[name])
 
     run_arch = str(provenance.get("arch", ""))
-    figures = tables.get("figures", pd.DataFrame())
-    reference = tables.get("reference", pd.DataFrame())
-    key = headlines.table(figures, reference, headlines.key_findings(category)) if len(figures) else pd.DataFrame()
+    key = tables.get("findings", pd.DataFrame())
     key = key[key["status"] != "contradicted"] if len(key) else key
     sass = (
         "<h3>Expected opcodes</h3>"
@@ -100,62 +95,9 @@ def render_category(
         ("SASS (static)", sass),
         ("Setup", deftable(provenance)),
     ]
-    body = _lede(title, provenance, skipped) + sections(parts)
+    body = lede(title, provenance, skipped) + sections(parts)
     nav = navigation(categories, category, gpus=gpus, paper=bool(run_arch))  # no compare-paper without a GPU
     write_text(out, document(f"{title} ({category})", body, nav))
-
-
-def _coverage_line(coverage: pd.DataFrame, run_arch: str | None) -> str:
-    """What became of the planned points on this GPU's arch, and how many of the other archs were only built."""
-    from .coverage import STATES
-
-    here = coverage[coverage["arch"] == run_arch][list(STATES)].sum() if run_arch else pd.Series(0, index=list(STATES))
-    other = coverage[coverage["arch"] != run_arch]
-    planned = int(here.sum())
-    text = (
-        f"<p>On this GPU ({html.escape(str(run_arch))}): <b>{int(here['measured']):,}</b> of {planned:,} planned "
-        f"points measured ({100 * int(here['measured']) / max(planned, 1):.1f}%), "
-        f"{int(here['static-only']):,} static with the reason given, {int(here['failed']):,} failed, "
-        f"{int(here['missing']):,} missing."
-    )
-    for arch, g in other.groupby("arch"):
-        text += f" {html.escape(str(arch))}: {int(g[list(STATES)].sum().sum()):,} points built and SASS-checked only."
-    return text + "</p>"
-
-
-def _category_rows(pages: list[dict[str, object]]) -> pd.DataFrame:
-    """One row per category page: a link, its key findings and its figure and point counts."""
-    rows = []
-    for page in pages:
-        link = f'<a href="{html.escape(str(page["href"]), quote=True)}">{html.escape(str(page["category"]))}</a>'
-        figures = cast(dict[str, int], page.get("figures") or {})
-        states = cast(dict[str, int], page.get("coverage") or {})
-        key = cast(pd.DataFrame, page.get("key", pd.DataFrame()))
-        found = "; ".join(
-            f"{html.escape(str(r.quantity))} {number(r.value, resolution=r.resolution)} {html.escape(str(r.unit))}"
-            for r in key.itertuples(index=False)
-            if r.status != "contradicted"
-        )
-        rows.append(
-            {"category": link, "key findings": found}
-            | {s: int(figures.get(s, 0)) for s in FIGURE_STATUSES}
-            | {
-                "points measured": int(states.get("measured", 0)),
-                "static": int(states.get("static-only", 0)),
-                "failed": int(states.get("failed", 0)),
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-METHOD = (
-    "Each case is an nvcc microbenchmark built for the card's arch; the instruction it claims is checked in "
-    "the SASS of its timed loop. It runs raw (clock64 around the timed loop, medians over repeats) and once "
-    "under Nsight Compute (clocks left as found, --clock-control none), whose stall reasons and pipe counts "
-    "cross-check the clock64 figures. Every figure on these pages is computed once, in the figures table, and "
-    "judged by all its checks; its status says what evidence stands behind it (the table above), and a contradicted "
-    "figure is never shown as a finding."
-)
 
 
 def status_legend(counts: dict[str, int]) -> str:
@@ -167,120 +109,6 @@ def status_legend(counts: dict[str, int]) -> str:
     )
     total = sum(int(counts.get(s, 0)) for s in FIGURE_STATUSES)
     return f"<table><tr><th>status</th><th>figures ({total:,})</th><th>what it means</th></tr>{rows}</table>"
-
-
-def _badges(df: pd.DataFrame) -> pd.DataFrame:
-    """A table's status columns as badges."""
-    return df.assign(**{c: df[c].map(lambda s: badge(s) if s in FIGURE_STATUSES else "") for c in df if "status" in c})
-
-
-def _device_sheet(glance: Glance) -> str:
-    """The device sheet: each value with its figure's status, where it comes from on hover, and why where a value
-    is not recorded."""
-    rows = "".join(
-        f'<tr><th>{html.escape(f.quantity)}</th><td title="{html.escape(f.source, quote=True)}">'
-        + (f'{html.escape(f.value)} <span class="why">({html.escape(f.source)})</span>' if f.value == "not recorded"
-           else f"{html.escape(f.value)} {badge(f.status) if f.status else ''}")
-        + "</td></tr>"
-        for f in glance.device
-    )  # fmt: skip
-    return f'<table class="prov sheet">{rows}</table>'
-
-
-def first_screen(glance: Glance | None, totals: dict[str, int]) -> str:
-    """The index's first screen: the device sheet and the trust summary, then the peaks of every compute ceiling
-    against its documented one and each memory level's latency and bandwidth."""
-    trust = status_legend(totals) + f'<p class="tolerance">{html.escape(TOLERANCE)}</p>'
-    if glance is None:
-        return f'<div class="glance"><section id="trust"><h2>How much to trust the figures</h2>{trust}</section></div>'
-    peaks = (
-        table(_badges(glance.compute), raw=("status",))
-        + table(_badges(glance.levels), raw=("latency status", "bandwidth status"))
-        + '<p><a href="roofline.html">The roofline: every ceiling, measured beside documented</a></p>'
-    )
-    return (
-        f'<div class="glance"><section id="device"><h2>The device</h2>{_device_sheet(glance)}</section>'
-        f'<section id="peaks"><h2>Peaks against the documented ceilings</h2>{peaks}</section></div>'
-        f'<section id="trust"><h2>How much to trust the figures</h2>{trust}</section>'
-    )
-
-
-def render_index(
-    out: Path,
-    gpu: str,
-    pages: list[dict[str, object]],
-    provenance: dict[str, str],
-    skipped: dict[str, str],
-    instructions: pd.DataFrame,
-    coverage: pd.DataFrame,
-    not_measured: pd.DataFrame,
-    headlines: pd.DataFrame,
-    run_arch: str | None,
-    paper: dict[str, pd.DataFrame],
-    glance: Glance | None,
-    gpus: str = "",
-) -> None:
-    """Write the index page: the device, its peaks and how much to trust them (`glance`, the first screen), what
-    this GPU is like (headline figures), the method, each category's key findings, the coverage (also in the paper's
-    terms), the instruction table and the cross-generation finding; `paper` holds the paper's 'generation',
-    'coverage' and 'structure' tables (smdissect.paper)."""
-    title = f"smdissect: {gpu}"
-    listing = table(_category_rows(pages), raw=("category",)) if pages else empty("no category pages")
-    counts = [cast(dict[str, int], p.get("figures") or {}) for p in pages]
-    totals = {s: sum(int(c.get(s, 0)) for c in counts) for s in FIGURE_STATUSES}
-    instructions = readable(instructions, {"latency (cycle)": "spread"}, ("peak (warp_inst/cycle/SM)",))
-    generation = paper.get("generation", pd.DataFrame())
-    parts = [
-        (
-            "Headline figures",
-            table(headline_rows(headlines), raw=("status",)) if len(headlines) else empty("no figures"),
-        ),
-        ("Method and setup", f"<p>{html.escape(METHOD)}</p>{deftable(provenance)}"),
-        ("Categories", listing),
-        (
-            "Coverage",
-            _coverage_line(coverage, run_arch)
-            + table_of(paper.get("coverage", pd.DataFrame()))
-            + fold("points per category and arch", table(coverage))
-            if len(coverage)
-            else empty("nothing planned"),
-        ),
-        (
-            "Cross-generation: the paper's Hopper figures against this GPU",
-            table(_paper_rows(generation), raw=("status",)) + '<p><a href="compare-paper.html">Every figure of the '
-            "paper, with its counterpart here or the reason there is none</a></p>"
-            if len(generation) and run_arch
-            else "",
-        ),
-        (
-            "Instruction reference table",
-            fold(
-                f"{len(instructions)} instructions: latency and peak issue rate",
-                table(instructions, raw=STATUS_COLUMNS),
-            )
-            if len(instructions)
-            else "",
-        ),
-        (
-            "The paper's sections in smdissect",
-            fold(
-                "the paper's test sections, the categories that measure them and how much",
-                table_of(paper.get("structure", pd.DataFrame())),
-            ),
-        ),
-        (
-            "Planned points not measured",
-            fold(
-                f"{int(not_measured['points'].sum()):,} points in {len(not_measured)} groups, with why",
-                table(not_measured),
-            )
-            if len(not_measured)
-            else empty("none"),
-        ),
-    ]
-    body = _lede(title, provenance, skipped) + first_screen(glance, totals) + sections(parts)
-    nav = navigation([str(p["category"]) for p in pages], "index", gpus=gpus, paper=bool(run_arch))
-    write_text(out, document(title, body, nav))
 
 
 PEER_METRICS = ("bandwidth", "link_share")  # a peer-to-peer finding: a copy's rate between two GPUs, its link share
@@ -387,7 +215,7 @@ def render_compare(out: Path, names: tuple[str, str], diff: pd.DataFrame, nav: s
     write_text(out, document(title, body, nav))
 
 
-def _paper_rows(table: pd.DataFrame) -> pd.DataFrame:
+def paper_rows(table: pd.DataFrame) -> pd.DataFrame:
     """Paper-accounting rows for display: numbers as a person writes them, statuses as badges."""
     shown = table.assign(
         paper=table["paper"].map(number), measured=table["measured"].map(number), ratio=table["ratio"].map(number)
@@ -439,9 +267,9 @@ def render_paper(
         ("How the paper's figures are accounted for", table_of(counts)),
         (
             "Cross-generation: the paper's Hopper figures against a real Hopper",
-            table(_paper_rows(generation), raw=("status",)) if len(generation) else empty("no such figure"),
+            table(paper_rows(generation), raw=("status",)) if len(generation) else empty("no such figure"),
         ),
-        ("Every paper figure", table(_paper_rows(every)[cols], raw=("status",))),
+        ("Every paper figure", table(paper_rows(every)[cols], raw=("status",))),
         ("Coverage in the paper's terms", table_of(coverage)),
         ("The paper's sections in smdissect", table_of(structure)),
     ]

@@ -268,7 +268,7 @@ def _header(text: str) -> str:
     return next((line.lstrip("# ") for line in text.splitlines() if line.startswith("# source:")), "no source line")
 
 
-def write(model_path: Path, out: Path, kernels: Path = catalog.KERNELS) -> None:
+def write(model_path: Path, out: Path, kernels: Path) -> None:
     """Write gpgpusim.config and trace.config beside each other in `out` (a folder) and the diff page against
     Accel-Sim's, gpgpusim-diff.html."""
     m = model.read(model_path)

@@ -78,26 +78,50 @@ def link_peak(speed_gts: float, lanes: float) -> tuple[float, float]:
     return raw, raw * ENCODING[int(gen)] if not math.isnan(gen) else math.nan
 
 
+def raw_link_peak(raw: pd.DataFrame) -> float:
+    """The host link's raw peak per direction (GB/s) from the speed and width pcie_link read, NaN where it was not."""
+    speed, width = (s.samples(raw, "pcie_link", m, "{}") for m in ("link_speed", "link_width"))
+    return link_peak(float(np.median(speed)), float(np.median(width)))[0] if len(speed) and len(width) else math.nan
+
+
+def _timer_note(step: float | None, digit: float | None) -> str:
+    """What a gap's derivation says of the timer's resolution: the step %globaltimer advances in and the digit the
+    value is rounded to, or that it was not measured."""
+    if not digit:
+        return "; globaltimer_step was not measured: the timer's resolution is unknown, the value is not rounded"
+    return (
+        f"; %globaltimer advances in {step:g} ns steps (globaltimer_step), so the value is rounded to {digit:g} us: "
+        "digits below it are not measured"
+    )
+
+
+def _to_timer(fig: Figure, digit: float | None) -> Figure:
+    """A gap figure's value and spread rounded to the timer's digit, which it carries as its resolution."""
+    fig.value, fig.spread = rounded(fig.value, digit), rounded(fig.spread, digit)
+    fig.resolution = digit if digit else math.nan
+    return fig
+
+
+def _longest_chains(raw: pd.DataFrame, case: str, metric: str) -> dict[float, tuple[int, str]]:
+    """Per grid (ctas) of a launch mode's gap metric: its longest chain's kernel count and point."""
+    chains: dict[float, tuple[int, str]] = {}
+    for params in s.params_of(raw, case, metric):
+        point = parse_params(params)
+        if "ctas" in point and point.get("kernels", 0) >= chains.get(point["ctas"], (0, ""))[0]:
+            chains[point["ctas"]] = (int(point["kernels"]), params)
+    return chains
+
+
 def gaps(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
     """Per launch mode, grid and gap metric: the value on the longest chain (the mean over the most gaps), rounded to
     the timer's digit; and per grid what each mode saves on the dependent gap against serial launches."""
     step = timer_step_ns(raw)
     digit = resolution_us(step)
-    note = (
-        f"; %globaltimer advances in {step:g} ns steps (globaltimer_step), so the value is rounded to {digit:g} us: "
-        "digits below it are not measured"
-        if digit
-        else "; globaltimer_step was not measured: the timer's resolution is unknown, the value is not rounded"
-    )
+    note = _timer_note(step, digit)
     out, longest = [], {}
     for case, mode in MODES.items():
         for metric, what in GAPS.items():
-            chains: dict[float, tuple[int, str]] = {}
-            for params in s.params_of(raw, case, metric):
-                point = parse_params(params)
-                if "ctas" in point and point.get("kernels", 0) >= chains.get(point["ctas"], (0, ""))[0]:
-                    chains[point["ctas"]] = (int(point["kernels"]), params)
-            for ctas, (kernels, params) in sorted(chains.items(), reverse=True):
+            for ctas, (kernels, params) in sorted(_longest_chains(raw, case, metric).items(), reverse=True):
                 values = s.samples(raw, case, metric, params)
                 how = f"the {kernels}-kernel chain's {what} (mean over its kernels, median of {len(values)} samples)"
                 fig = s.from_values(
@@ -113,11 +137,21 @@ def gaps(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
                 )
                 if fig is None:
                     continue
-                fig.value, fig.spread = rounded(fig.value, digit), rounded(fig.spread, digit)
-                fig.resolution = digit if digit else math.nan
-                out.append(fig)
+                out.append(_to_timer(fig, digit))
                 if metric == "dependent_gap":
                     longest[(case, ctas)] = (kernels, params, values)
+    return out + _savings(longest, methods, note, digit)
+
+
+def _savings(
+    longest: dict[tuple[str, float], tuple[int, str, np.ndarray]],
+    methods: dict[str, str],
+    note: str,
+    digit: float | None,
+) -> list[Figure]:
+    """Per mode and grid, the serial dependent gap minus the mode's on chains of the same length (`longest`: (mode,
+    ctas) -> the kernels, point and samples of its longest chain)."""
+    out = []
     for (case, ctas), (kernels, params, values) in sorted(longest.items()):
         serial = longest.get(("gap_serial", ctas))
         if case == "gap_serial" or serial is None or serial[0] != kernels:
@@ -135,48 +169,51 @@ def gaps(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
             params,
         )
         if fig is not None:
-            fig.value, fig.spread = rounded(fig.value, digit), rounded(fig.spread, digit)
-            fig.resolution = digit if digit else math.nan
-            out.append(fig)
+            out.append(_to_timer(fig, digit))
+    return out
+
+
+def _link_peaks(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
+    """The host link's raw peak per direction, from the speed and width the GPU reports, and its peak after the line
+    encoding of its generation (none where pcie_link was not read)."""
+    speed, width = (s.samples(raw, "pcie_link", m, "{}") for m in ("link_speed", "link_width"))
+    if not len(speed) or not len(width):
+        return []
+    peak, data_peak = link_peak(float(np.median(speed)), float(np.median(width)))
+    gen = generation(float(np.median(speed)))
+    how = f"{np.median(speed):g} GT/s x {np.median(width):g} lanes (/sys/bus/pci, read during a copy) / 8 bits" + (
+        f", PCIe gen {gen:g}" if not math.isnan(gen) else ", a rate no PCIe generation uses"
+    )
+    base = {
+        "case": "pcie_link",
+        "unit": "GB/s",
+        "kind": "derived",
+        "spread": 0.0,
+        "samples": len(speed),
+        "params": "{}",
+        "points": ("{}",),
+        "method": methods.get("pcie_link", ""),
+    }
+    out = [Figure(metric="raw_peak", name="PCIe link raw peak per direction", value=peak, derivation=how, **base)]
+    if not math.isnan(data_peak):
+        out.append(
+            Figure(
+                metric="encoded_peak",
+                name="PCIe link peak per direction after line encoding",
+                value=data_peak,
+                derivation=f"{how}, x {ENCODING[int(gen)]:.4g} (its line encoding); "
+                "packet headers and flow control take more",
+                **base,
+            )
+        )
     return out
 
 
 def host_link(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
     """The link's raw and encoded peak per direction, each pinned direction's best against the raw peak (both ways:
     against twice it), and pageable against pinned host-to-device copies of the same size."""
-    speed, width = (s.samples(raw, "pcie_link", m, "{}") for m in ("link_speed", "link_width"))
-    out = []
-    peak = math.nan
-    if len(speed) and len(width):
-        peak, data_peak = link_peak(float(np.median(speed)), float(np.median(width)))
-        gen = generation(float(np.median(speed)))
-        how = f"{np.median(speed):g} GT/s x {np.median(width):g} lanes (/sys/bus/pci, read during a copy) / 8 bits" + (
-            f", PCIe gen {gen:g}" if not math.isnan(gen) else ", a rate no PCIe generation uses"
-        )
-        base = {
-            "case": "pcie_link",
-            "unit": "GB/s",
-            "kind": "derived",
-            "spread": 0.0,
-            "samples": len(speed),
-            "params": "{}",
-            "points": ("{}",),
-            "method": methods.get("pcie_link", ""),
-        }
-        out.append(
-            Figure(metric="raw_peak", name="PCIe link raw peak per direction", value=peak, derivation=how, **base)
-        )
-        if not math.isnan(data_peak):
-            out.append(
-                Figure(
-                    metric="encoded_peak",
-                    name="PCIe link peak per direction after line encoding",
-                    value=data_peak,
-                    derivation=f"{how}, x {ENCODING[int(gen)]:.4g} (its line encoding); "
-                    "packet headers and flow control take more",
-                    **base,
-                )
-            )
+    out = _link_peaks(raw, methods)
+    peak = raw_link_peak(raw)
     for case, (label, ways) in DIRECTIONS.items():
         pts = s.params_of(raw, case, "bandwidth")
         if not pts or not peak > 0:
@@ -297,8 +334,7 @@ def _link_bound(fig: Figure, peak: float) -> Figure:
 def managed(raw: pd.DataFrame, methods: dict[str, str]) -> list[Figure]:
     """Per size: the page-fault cost per 4 KiB page over resident pages, the fault-driven and prefetched migration
     rates (under the link's raw peak), and how much faster the prefetch makes the first touch."""
-    speed, width = (s.samples(raw, "pcie_link", m, "{}") for m in ("link_speed", "link_width"))
-    peak = link_peak(float(np.median(speed)), float(np.median(width)))[0] if len(speed) and len(width) else math.nan
+    peak = raw_link_peak(raw)
     method = methods.get("managed_fault", "")
     out: list[Figure | None] = []
     for params in s.params_of(raw, "managed_fault", "faulted"):

@@ -4,7 +4,6 @@ range the samples allow)."""
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 from collections.abc import Callable, Iterable, Sequence
@@ -143,13 +142,3 @@ def at(params: str) -> str:
 def keep(found: Iterable[Figure | None]) -> list[Figure]:
     """The figures that could be made."""
     return [f for f in found if f is not None]
-
-
-@functools.cache
-def checkout_cases(category: str) -> dict[str, catalog.Case]:
-    """A category's manifest cases by id, read from the checkout (none where it cannot be read: a method is a note,
-    no figure needs it)."""
-    try:
-        return {c.id: c for c in catalog.load(catalog.KERNELS, category)}
-    except Exception:  # any manifest problem: the figures come without their method
-        return {}

@@ -5,14 +5,15 @@ gap between the best wgmma and mma.sync at f16 -> f32."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from .. import archs, tables
 from ..catalog import Case
 from ..figure_model import Figure
-from .pipelines import KNEE, chain_points, knee_figures, method_of, num, robust, series
+from .chains import KNEE, chain_points, knee_figures, saturation_warps
 from .samples import at, keep, make, point_of, run_of, samples
-from .scheduler import saturation_warps
+from .sweeps import method_of, num, robust, series
 
 CATEGORY = "tensorcore"
 METRICS = frozenset(
@@ -96,6 +97,8 @@ def peak_per_cycle(arch: str, case: str, gpu: str | None = None) -> float | None
 
 
 def _case_figures(raw: pd.DataFrame, generic: list[Figure], case: str, arch: str, gpu: str) -> list[Figure | None]:
+    """A case's figures at its point of peak FLOP/cycle/SM (of peak throughput where it has no flops): its issue
+    interval, share of the dense peak, wgmma's own throughput and TFLOPS, and the shared-memory bytes it moves."""
     flops_at = point_of(generic, case, "flops")
     where = flops_at or point_of(generic, case, "throughput")
     if where is None:
@@ -115,50 +118,11 @@ def _case_figures(raw: pd.DataFrame, generic: list[Figure], case: str, arch: str
             f"{per} / throughput {float(pd.Series(thr).median()):.4g} op/cycle/SM{at(where)} (the point of "
             f"{basis}): cycles between two {what}",
             [where],
-        )
+        ),
+        _pct_of_peak(raw, case, where, basis, (arch, gpu)),
     ]
-    flops = samples(raw, case, "flops", where)
-    peak = peak_per_cycle(arch, case, gpu)
-    fmt, sparse, _ = tensor_format(case)
-    if peak and len(flops):
-        out.append(
-            make(
-                case,
-                "pct_of_peak",
-                "%",
-                f"{case} % of the {fmt}{' sparse' if sparse else ''} peak",
-                lambda f: 100 * f / peak,
-                [flops],
-                f"FLOP/cycle/SM{at(where)} (the point of {basis}) / the {arch} {fmt} dense peak of {peak:g} "
-                f"FLOP/cycle/SM{' x 2 (2:4 sparse)' if sparse else ''} ({_source(arch, gpu)})",
-                [where],
-            )
-        )
-    if wgmma:  # wgmma's own throughput and TFLOPS figures are these (the manifest gives them `none`)
-        out.append(
-            make(
-                case,
-                "throughput",
-                "op/cycle/SM",
-                f"{case} throughput at peak flops",
-                lambda t: t,
-                [thr],
-                f"median{at(where)}, the point of peak FLOP/cycle/SM",
-                [where],
-            )
-        )
-        out.append(
-            make(
-                case,
-                "tflops",
-                _unit(raw, case, "tflops"),
-                f"{case} tflops at peak flops",
-                lambda t: t,
-                [samples(raw, case, "tflops", where)],
-                f"median{at(where)}, the point of peak FLOP/cycle/SM, at the clock each launch read",
-                [where],
-            )
-        )
+    if wgmma:
+        out += _wgmma_figures(raw, case, where, thr)
     shared = _shared_bytes(case, where)
     if shared is not None:
         size, name, derivation = shared
@@ -166,6 +130,54 @@ def _case_figures(raw: pd.DataFrame, generic: list[Figure], case: str, arch: str
             make(case, "smem_bytes", "B/cycle/SM", f"{case} {name}", lambda t: t * size, [thr], derivation, [where])
         )
     return out
+
+
+def _pct_of_peak(raw: pd.DataFrame, case: str, where: str, basis: str, run: tuple[str, str]) -> Figure | None:
+    """A case's FLOP/cycle/SM at `where` as a share of its format's dense peak on the run's arch and GPU (None
+    without a peak or flops)."""
+    arch, gpu = run
+    flops = samples(raw, case, "flops", where)
+    peak = peak_per_cycle(arch, case, gpu)
+    fmt, sparse, _ = tensor_format(case)
+    if not peak or not len(flops):
+        return None
+    return make(
+        case,
+        "pct_of_peak",
+        "%",
+        f"{case} % of the {fmt}{' sparse' if sparse else ''} peak",
+        lambda f: 100 * f / peak,
+        [flops],
+        f"FLOP/cycle/SM{at(where)} (the point of {basis}) / the {arch} {fmt} dense peak of {peak:g} "
+        f"FLOP/cycle/SM{' x 2 (2:4 sparse)' if sparse else ''} ({_source(arch, gpu)})",
+        [where],
+    )
+
+
+def _wgmma_figures(raw: pd.DataFrame, case: str, where: str, thr: np.ndarray) -> list[Figure | None]:
+    """wgmma's own throughput and TFLOPS at its point of peak FLOP/cycle/SM (the manifest gives them `none`)."""
+    return [
+        make(
+            case,
+            "throughput",
+            "op/cycle/SM",
+            f"{case} throughput at peak flops",
+            lambda t: t,
+            [thr],
+            f"median{at(where)}, the point of peak FLOP/cycle/SM",
+            [where],
+        ),
+        make(
+            case,
+            "tflops",
+            _unit(raw, case, "tflops"),
+            f"{case} tflops at peak flops",
+            lambda t: t,
+            [samples(raw, case, "tflops", where)],
+            f"median{at(where)}, the point of peak FLOP/cycle/SM, at the clock each launch read",
+            [where],
+        ),
+    ]
 
 
 def _unit(raw: pd.DataFrame, case: str, metric: str) -> str:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pandas as pd
 
 from smdissect import charts, evidence, markup
-from smdissect.derived.cluster import sm_groups
-from smdissect.derived.cluster_topology import gpc_groups, sm_ranges
+from smdissect.derived.cluster.placement import sm_groups
+from smdissect.derived.cluster.topology import gpc_groups, sm_ranges
 
 CATEGORY = "cluster"
 

@@ -13,14 +13,16 @@ import numpy as np
 import pandas as pd
 
 from smdissect import catalog, charts, evidence, latency_modes, markup
-from smdissect.derived import memory as derived
+from smdissect.derived.memory.bandwidth import LIBRARIES
+from smdissect.derived.memory.levels import MIN_POINTS, NEAR, PAGE_KB, stride_label
+from smdissect.derived.memory.mlp import KNEE
 from smdissect.tables import kb_text, parse_params
 
 CATEGORY = "memory"
 
 FLAVOURS = ["default", "ca", "cg", "cs", "lu", "cv", "nc", "const"]
 OLD_NEAR_FAR = ["latency_near", "latency_far", "far_share", "outlier_share"]  # chase_near_far before load_latency
-BANDWIDTH = ["dram_read", "dram_write", "dram_copy", "l2_read", "l1_read", "smem_read", *derived.LIBRARIES]
+BANDWIDTH = ["dram_read", "dram_write", "dram_copy", "l2_read", "l1_read", "smem_read", *LIBRARIES]
 BIN = 2  # cycles per bar of the per-load latency histogram
 LEVEL = re.compile(r"^chase (?P<level>.+) latency \((?P<stride>.+)\)$")  # a level's latency figure
 
@@ -55,17 +57,40 @@ def levels(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 
 def _staircase(frames: dict[str, pd.DataFrame]) -> str:
-    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
-
+    """The staircase chart, how its levels are found, the chase's figures and the table of its points."""
     raw = frames.get("raw")
     data = evidence.points(raw, ["chase"], "latency", ["footprint_kb", "stride_b"])
     if data.empty:
         return markup.empty("no pointer-chase measurements")
-    data["stride"] = data["stride_b"].map(derived.stride_label)
+    data["stride"] = data["stride_b"].map(stride_label)
     found = levels(frames)
     on = {p: lv.level for lv in found.itertuples(index=False) for p in lv.points}
     data["region"] = data["params"].map(lambda p: on.get(p, "transition"))
     data["point"] = data["region"].map(lambda r: "transition" if r == "transition" else "on a level")
+    note = markup.empty(
+        f"levels (derived): at least {MIN_POINTS} consecutive footprints each within {NEAR:.0%} of "
+        "their median, named L1, L2, DRAM in footprint order; a level's capacity is the bytes of distinct 128 B lines "
+        "at its last footprint (the footprint up to a 128 B stride, 1/16 of it at 2048 B: a cache holds lines, not "
+        "the bytes a strided chain skips), the next point, off it, bounding it, and is checked against what the "
+        "device reports; the points between two levels are transitions: they straddle a cache's "
+        "capacity, so their latency mixes hits and misses. Every slot of the chain is read before the timed steps "
+        "(caches and TLB warmed: untimed whole cycles of the chase, or one warp's in-order read of every slot before "
+        "each of 8 windows of a chain too long to walk); beyond the TLB's reach the warm-up cannot keep every page "
+        "translated, so the DRAM level includes TLB misses"
+    )
+    return (
+        _staircase_chart(data, found)
+        + note
+        + _figures(frames, ["chase"])
+        + "<h3>Points (the evidence of the levels; their latencies are in the chart and the every-point table)</h3>"
+        + markup.table(_staircase_points(raw, data))
+    )
+
+
+def _staircase_chart(data: pd.DataFrame, found: pd.DataFrame) -> str:
+    """The chase's latency over footprint per stride, each level drawn as a labelled bar over its footprints."""
+    import altair as alt  # the pages' machine has it; a GPU machine making tables may not
+
     x = alt.X("footprint_kb:Q", scale=alt.Scale(type="log"), axis=charts.kib_axis(data["footprint_kb"], "footprint"))
     color = alt.Color("stride:N", title="stride")
     lines = (
@@ -93,24 +118,6 @@ def _staircase(frames: dict[str, pd.DataFrame]) -> str:
             .encode(x=alt.X("middle:Q", scale=alt.Scale(type="log")), y="latency:Q", text="label:N")
         )
         chart = chart + span + text
-    note = markup.empty(
-        f"levels (derived): at least {derived.MIN_POINTS} consecutive footprints each within {derived.NEAR:.0%} of "
-        "their median, named L1, L2, DRAM in footprint order; a level's capacity is the bytes of distinct 128 B lines "
-        "at its last footprint (the footprint up to a 128 B stride, 1/16 of it at 2048 B: a cache holds lines, not "
-        "the bytes a strided chain skips), the next point, off it, bounding it, and is checked against what the "
-        "device reports; the points between two levels are transitions: they straddle a cache's "
-        "capacity, so their latency mixes hits and misses. Every slot of the chain is read before the timed steps "
-        "(caches and TLB warmed: untimed whole cycles of the chase, or one warp's in-order read of every slot before "
-        "each of 8 windows of a chain too long to walk); beyond the TLB's reach the warm-up cannot keep every page "
-        "translated, so the DRAM level includes TLB misses"
-    )
-    rounds = derived_loads(raw, "chase")
-    on_points = data.assign(
-        loads=data["params"].map(rounds), pages_2mb=np.ceil(data["footprint_kb"] / derived.PAGE_KB).astype(int)
-    )
-    on_points = on_points[["footprint_kb", "stride", "region", "loads", "pages_2mb"]].rename(
-        columns={"loads": "timed loads per sample", "pages_2mb": "2 MB pages"}
-    )
     described = (
         f"Pointer-chase latency (cycles per load) against footprint (log, ticks at powers of two) for "
         f"{data['stride'].nunique()} strides, each detected level drawn as a bar over its footprints and labelled: "
@@ -119,12 +126,17 @@ def _staircase(frames: dict[str, pd.DataFrame]) -> str:
         if len(found)
         else "Pointer-chase latency (cycles per load) against footprint: no level detected."
     )
-    return (
-        charts.svg(chart.properties(width=640, height=320), described, "Pointer-chase latency staircase")
-        + note
-        + _figures(frames, ["chase"])
-        + "<h3>Points (the evidence of the levels; their latencies are in the chart and the every-point table)</h3>"
-        + markup.table(on_points)
+    return charts.svg(chart.properties(width=640, height=320), described, "Pointer-chase latency staircase")
+
+
+def _staircase_points(raw: pd.DataFrame | None, data: pd.DataFrame) -> pd.DataFrame:
+    """Each chase point's footprint, stride, region (level or transition), timed loads and 2 MB pages."""
+    rounds = derived_loads(raw, "chase")
+    on_points = data.assign(
+        loads=data["params"].map(rounds), pages_2mb=np.ceil(data["footprint_kb"] / PAGE_KB).astype(int)
+    )
+    return on_points[["footprint_kb", "stride", "region", "loads", "pages_2mb"]].rename(
+        columns={"loads": "timed loads per sample", "pages_2mb": "2 MB pages"}
     )
 
 
@@ -278,7 +290,7 @@ def _mlp(frames: dict[str, pd.DataFrame]) -> str:
         )
         chart = chart + alt.Chart(marks).mark_rule(strokeDash=[4, 3]).encode(x="loads:Q", color="footprint:N")
     note = markup.empty(
-        f"knee: the most loads in flight whose round stays within {derived.KNEE - 1:.0%} of one load's round at that "
+        f"knee: the most loads in flight whose round stays within {KNEE - 1:.0%} of one load's round at that "
         "and every smaller count (dashed)"
     )
     described = (

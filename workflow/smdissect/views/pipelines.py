@@ -11,7 +11,8 @@ import pandas as pd
 
 from smdissect import charts, evidence, markup
 from smdissect.archs import ISSUE_RATE
-from smdissect.derived.pipelines import PARTLY_INDEX, SEPARABLE, SHARED_INDEX, pair_figure_names, subnormal_ops
+from smdissect.derived.pipelines.coissue import PARTLY_INDEX, SEPARABLE, SHARED_INDEX, pair_figure_names
+from smdissect.derived.pipelines.subnormal import subnormal_ops
 from smdissect.tables import point_text
 
 CATEGORY = "pipelines"

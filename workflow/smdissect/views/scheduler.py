@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pandas as pd
 
 from smdissect import catalog, charts, evidence, markup
-from smdissect.derived.scheduler import chain_stalls
+from smdissect.derived.scheduler.control_codes import chain_stalls
 
 CATEGORY = "scheduler"
 
