@@ -10,9 +10,9 @@ from snakemake.settings.types import DeploymentMethod
 ROOT = Path(workflow.basedir)
 sys.path.insert(0, str(ROOT / "workflow"))
 
-from smdissect import config as smd_config
-from smdissect import plan as smd_plan
-from smdissect.errors import SmdissectError
+from smdissect.core import config as smd_config
+from smdissect.stages import plan as smd_plan
+from smdissect.core.errors import SmdissectError
 
 try:
     smd_config.check_yaml(ROOT / "config" / "config.yaml")

@@ -1,9 +1,9 @@
 # Input functions shared by the rules, and the software environment of every job. Every table's path comes from the
-# registry (smdissect.tables.TABLES): a rule names a table kind, never its path.
+# registry (smdissect.core.tables.TABLES): a rule names a table kind, never its path.
 import json
 
-from smdissect.tables import CATEGORY, STATIC, TABLES
-from smdissect.tables import find as find_tables
+from smdissect.core.tables import CATEGORY, STATIC, TABLES
+from smdissect.core.tables import find as find_tables
 
 ENV = "../workflow/envs/smdissect.yaml"  # with --software-deployment-method conda (ncu and the driver stay the host's)
 

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 from helpers import BUILD_ARCHS, FLAGS, ROOT
-from smdissect import build, catalog, device, sass
-from smdissect.files import atomic_path
+from smdissect.core import catalog
+from smdissect.core.files import atomic_path
+from smdissect.measure import build, device, sass
 
 BUILDS = ("compiled", "built")  # the fixtures that need nvcc's builds
 

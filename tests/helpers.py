@@ -17,7 +17,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
-from smdissect import archs, catalog, device, sass, tables  # noqa: E402
+from smdissect.core import archs, catalog, tables  # noqa: E402
+from smdissect.measure import device, sass  # noqa: E402
 
 ARCHS = ["sm_90a", "sm_120a"]  # the archs whose category-specific SASS facts the tests check
 BUILD_ARCHS = list(archs.CHECKED_ARCHS)  # every family builds and meets its claims on each

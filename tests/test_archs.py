@@ -6,8 +6,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 from helpers import ROOT, RUN
-from smdissect import archs, catalog, coverage, device, features, files
-from smdissect.derived import gemm, tensorcore
+from smdissect.analysis import coverage
+from smdissect.analysis.derived import gemm, tensorcore
+from smdissect.core import archs, catalog, features, files
+from smdissect.measure import device
 
 H200 = RUN / "sm_90a"  # the frozen H200 run (fixtures/run)
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90a", "sm_100a", "sm_120a", "sm_121a")

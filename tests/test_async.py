@@ -13,11 +13,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from helpers import ARCHS, ROOT, assert_profile_budget, assert_sass_claims, listing, raw_frame
-from smdissect import archs, catalog, device, figures, markup, ncu, parse, sass, tables
-from smdissect.derived import async_ as derived
-from smdissect.figure_model import judge
-from smdissect.tables import canonical_params
-from smdissect.views import async_ as view
+from smdissect.analysis import figures
+from smdissect.analysis.derived import async_ as derived
+from smdissect.analysis.figure_model import judge
+from smdissect.core import archs, catalog, tables
+from smdissect.core.tables import canonical_params
+from smdissect.measure import device, ncu, parse, sass
+from smdissect.pages import markup
+from smdissect.pages.views import async_ as view
 
 CASES = catalog.load(ROOT / "kernels", "async")
 FAMILIES = sorted(catalog.families(CASES))
@@ -374,7 +377,7 @@ def dram_peak() -> float:
     found = device.query(0)
     assert not isinstance(found, str), found
     peak = archs.dram_peak_gbs(found.name)
-    assert peak, f"no datasheet DRAM bandwidth for {found.name} in smdissect.archs"
+    assert peak, f"no datasheet DRAM bandwidth for {found.name} in smdissect.core.archs"
     return peak
 
 

@@ -12,9 +12,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from helpers import ARCHS, ROOT, RUN, assert_sass_claims, listing, raw_frame
-from smdissect import catalog, figures, paper, sass, tables
-from smdissect.figure_model import Figure
-from smdissect.views import attention as view
+from smdissect.analysis import figures, paper
+from smdissect.analysis.figure_model import Figure
+from smdissect.core import catalog, tables
+from smdissect.measure import sass
+from smdissect.pages.views import attention as view
 
 CASES = catalog.load(ROOT / "kernels", "attention")
 FAMILIES = catalog.families(CASES)

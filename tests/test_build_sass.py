@@ -10,8 +10,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from helpers import ARCHS, BUILD_ARCHS, FLAGS, ROOT, assert_sass_claims, run_cli
-from smdissect import build, catalog, protocol, sass, tables
-from smdissect.errors import SmdissectError
+from smdissect.core import catalog, tables
+from smdissect.core.errors import SmdissectError
+from smdissect.measure import build, protocol, sass
 from smdissect.stages import static as static_stage
 
 

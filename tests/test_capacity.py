@@ -7,9 +7,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 from helpers import ROOT, RUN, raw_frame
-from smdissect import catalog, figures, tables
-from smdissect.derived.memory.reports import SMEM_RESERVED
-from smdissect.figure_model import Figure, judge
+from smdissect.analysis import figures
+from smdissect.analysis.derived.memory.reports import SMEM_RESERVED
+from smdissect.analysis.figure_model import Figure, judge
+from smdissect.core import catalog, tables
 
 CASES = catalog.load(ROOT / "kernels", "memory")
 MEMORY = RUN / "sm_90a" / "memory"

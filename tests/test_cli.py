@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from helpers import ROOT, RUN, one_line, run_cli
 from smdissect import __version__, cli
-from smdissect.errors import missing_module
+from smdissect.core.errors import missing_module
 
 SMD = [sys.executable, "-m", "smdissect"]
 # Hides modules from the interpreter (HIDE_MODULES=a,b) as if they were not installed.

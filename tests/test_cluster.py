@@ -13,11 +13,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from helpers import ARCHS, ROOT, assert_profile_budget, assert_sass_claims, raw_frame
-from smdissect import catalog, figures, markup, sass, tables
-from smdissect.derived.cluster.placement import sm_groups
-from smdissect.figure_model import Figure
-from smdissect.tables import canonical_params
-from smdissect.views import cluster as view
+from smdissect.analysis import figures
+from smdissect.analysis.derived.cluster.placement import sm_groups
+from smdissect.analysis.figure_model import Figure
+from smdissect.core import catalog, tables
+from smdissect.core.tables import canonical_params
+from smdissect.measure import sass
+from smdissect.pages import markup
+from smdissect.pages.views import cluster as view
 
 CASES = catalog.load(ROOT / "kernels", "cluster")
 FAMILIES = sorted(catalog.families(CASES))

@@ -13,10 +13,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from helpers import ARCHS, ROOT, assert_profile_budget, assert_sass_claims, raw_frame
-from smdissect import catalog, figures, sass, tables
-from smdissect.derived import control as derived
-from smdissect.tables import canonical_params
-from smdissect.views import control as view
+from smdissect.analysis import figures
+from smdissect.analysis.derived import control as derived
+from smdissect.core import catalog, tables
+from smdissect.core.tables import canonical_params
+from smdissect.measure import sass
+from smdissect.pages.views import control as view
 
 CASES = catalog.load(ROOT / "kernels", "control")
 FAMILIES = sorted(catalog.families(CASES))

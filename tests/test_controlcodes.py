@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from helpers import ARCHS, FLAGS, ROOT, RUN
-from smdissect import controlcodes, sass
-from smdissect.errors import SmdissectError
+from smdissect.core.errors import SmdissectError
+from smdissect.measure import controlcodes, sass
 
 TARGETS = ROOT / "kernels" / "scheduler" / "patch_targets.cu"
 

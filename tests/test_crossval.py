@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 from helpers import ROOT, RUN
-from smdissect import catalog, crossval, tables
+from smdissect.analysis import crossval
+from smdissect.core import catalog, tables
 from smdissect.stages import gpu as gpu_stage
 from smdissect.stages import tables as tables_stage
 

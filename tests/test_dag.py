@@ -89,7 +89,7 @@ def test_adding_a_table_kind_is_two_edits(tmp_path: Path) -> None:
     page takes it and passes it on as --occupancy, which `smdissect report` accepts and a page explains by stage."""
     copy_workflow(tmp_path)  # the latency category only
     entry, output = table_kind_example()
-    registry = tmp_path / "workflow" / "smdissect" / "tables.py"
+    registry = tmp_path / "workflow" / "smdissect" / "core" / "tables.py"
     end = "    ]\n}\nSCHEMAS"  # the end of the TABLES list
     assert end in registry.read_text()
     registry.write_text(registry.read_text().replace(end, textwrap.indent(entry, " " * 8) + end))
@@ -102,7 +102,7 @@ def test_adding_a_table_kind_is_two_edits(tmp_path: Path) -> None:
     assert re.search(rf"smdissect report .* --occupancy {planned}", dry)
     env = os.environ | {"PYTHONPATH": str(tmp_path / "workflow")}  # the copy's package
     in_copy = functools.partial(subprocess.run, capture_output=True, text=True, env=env, cwd=tmp_path)
-    stages = in_copy([sys.executable, "-c", "from smdissect import report; print(report.STAGES['occupancy'])"])
+    stages = in_copy([sys.executable, "-c", "from smdissect.pages import report; print(report.STAGES['occupancy'])"])
     assert stages.stdout == "('run',)\n", stages.stderr[-2000:]
     usage = in_copy([sys.executable, "-m", "smdissect", "report", "--help"]).stdout
     assert "resident block tables (occupancy.parquet)" in " ".join(usage.split()), usage

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 from helpers import FIXTURES, NO_GPU, ROOT, copy_workflow, one_line, run_cli, snakemake
-from smdissect import catalog, device, ncu, run, tables
-from smdissect.errors import SmdissectError
+from smdissect.core import catalog, tables
+from smdissect.core.errors import SmdissectError
+from smdissect.measure import device, ncu, run
 from smdissect.stages import gpu as gpu_stage
 
 SMD = [sys.executable, "-m", "smdissect"]
@@ -222,7 +223,7 @@ def test_interrupted_run_resumes_and_keeps_finished_results(tmp_path: Path) -> N
 FAMILY = """#!{python}
 import os, sys, time
 sys.path.insert(0, {workflow!r})
-from smdissect import protocol
+from smdissect.measure import protocol
 
 def ok(case, point, repeats, device):
     if os.environ.get("TRACE"):  # which points ran, in how many processes

@@ -9,9 +9,11 @@ from collections import Counter
 import pandas as pd
 import pytest
 from helpers import FIXTURES, ROOT, RUN, raw_frame
-from smdissect import catalog, figures, sass, tables
-from smdissect.checks import PLATEAU, reference_checks
-from smdissect.figure_model import REFERENCE, SELF, Check, Figure, judge, points
+from smdissect.analysis import figures
+from smdissect.analysis.checks import PLATEAU, reference_checks
+from smdissect.analysis.figure_model import REFERENCE, SELF, Check, Figure, judge, points
+from smdissect.core import catalog, tables
+from smdissect.measure import sass
 
 
 def case(**entry: object) -> catalog.Case:

@@ -9,8 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from helpers import ROOT, RUN
-from smdissect import catalog, headlines, tables
-from smdissect.errors import SmdissectError
+from smdissect.core import catalog, tables
+from smdissect.core.errors import SmdissectError
+from smdissect.pages import headlines
 
 KERNELS = ROOT / "kernels"
 

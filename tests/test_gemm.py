@@ -19,9 +19,12 @@ from types import ModuleType
 import pandas as pd
 import pytest
 from helpers import ARCHS, ROOT, assert_sass_claims, listing
-from smdissect import archs, catalog, device, figures, markup, protocol, run, sass, tables
-from smdissect.figure_model import Figure, judge
-from smdissect.views import gemm as view
+from smdissect.analysis import figures
+from smdissect.analysis.figure_model import Figure, judge
+from smdissect.core import archs, catalog, tables
+from smdissect.measure import device, protocol, run, sass
+from smdissect.pages import markup
+from smdissect.pages.views import gemm as view
 
 CASES = catalog.load(ROOT / "kernels", "gemm")
 FAMILIES = sorted(catalog.families(CASES))

@@ -13,9 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 from helpers import BUILD_ARCHS, ROOT, assert_profile_budget, assert_sass_claims, raw_frame
-from smdissect import catalog, figures, tables
-from smdissect.derived.geometry import sector, tlb
-from smdissect.views import geometry as view
+from smdissect.analysis import figures
+from smdissect.analysis.derived.geometry import sector, tlb
+from smdissect.core import catalog, tables
+from smdissect.pages.views import geometry as view
 
 CASES = catalog.load(ROOT / "kernels", "geometry")
 FAMILIES = sorted(catalog.families(CASES))

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 from helpers import FLAGS, ROOT, run_cli
-from smdissect import build, catalog, device, ncu, parse
+from smdissect.core import catalog
+from smdissect.measure import build, device, ncu, parse
 
 pytestmark = pytest.mark.gpu
 

@@ -1,4 +1,4 @@
-"""The GPU's hold against the kernels' own durations (smdissect.gputime): launches counted once per point, not per
+"""The GPU's hold against the kernels' own durations (measure.gputime): launches counted once per point, not per
 sample; power's windows and CUDA-event times counted."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from smdissect import gputime
+from smdissect.measure import gputime
 
 POINT = {"category": "memory", "family": "chase", "variant": ""}
 

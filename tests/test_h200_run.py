@@ -20,7 +20,10 @@ import pandas as pd
 import pytest
 from chromium import CHROMIUM, NO_CHROMIUM, browse, probe
 from helpers import ROOT
-from smdissect import catalog, files, gputime, headlines, model, paper, roofline, simconfig, tables
+from smdissect.analysis import model, paper, roofline
+from smdissect.core import catalog, files, tables
+from smdissect.measure import gputime
+from smdissect.pages import headlines, simconfig
 
 PAGES = ROOT / "reports" / "h200"
 TABLES = PAGES / "tables"

@@ -4,13 +4,17 @@ function or under TYPE_CHECKING, read with `ast`, makes a graph without a cycle.
 from __future__ import annotations
 
 import ast
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "workflow" / "smdissect"
 
 
 def module_name(path: Path, package: Path) -> str:
-    """A source file's dotted name ('smdissect.figures', 'smdissect.derived' for derived/__init__.py)."""
+    """A source file's dotted name ('smdissect.core.tables'; a package's __init__.py is the package's)."""
     parts = (package.name, *path.relative_to(package).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
@@ -97,7 +101,7 @@ def test_the_package_has_no_import_circle() -> None:
 
 
 def test_the_figure_model_imports_no_stage() -> None:
-    assert import_graph(PACKAGE)["smdissect.figure_model"] <= {"smdissect.stats"}
+    assert import_graph(PACKAGE)["smdissect.analysis.figure_model"] <= {"smdissect.core", "smdissect.core.stats"}
 
 
 def test_a_circle_is_found_and_printed() -> None:
@@ -123,3 +127,57 @@ def test_function_level_and_relative_imports_are_edges(tmp_path: Path) -> None:
         "pkg.c": {"pkg.sub", "pkg.sub.b", "pkg.a"},
     }
     assert cycles(graph) == [["pkg.a", "pkg.sub.b", "pkg.c", "pkg.a"]]
+
+
+LAYERS = ("core", "measure", "analysis", "pages", "stages")  # each imports only from itself and those before it
+
+
+def layer_of(module: str) -> int | None:
+    """The place of a module's layer in LAYERS (None: the package itself, cli, __main__)."""
+    parts = module.split(".")
+    return LAYERS.index(parts[1]) if len(parts) > 1 and parts[1] in LAYERS else None
+
+
+def upward(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of a module from a layer after its own ('a -> b')."""
+    return sorted(
+        f"{a} -> {b}"
+        for a, deps in graph.items()
+        for b in deps
+        if layer_of(a) is not None and layer_of(b) is not None and layer_of(b) > layer_of(a)
+    )
+
+
+def test_each_layer_imports_only_itself_and_the_layers_before_it() -> None:
+    assert not upward(import_graph(PACKAGE)), upward(import_graph(PACKAGE))
+    assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"} == set(LAYERS)
+
+
+def test_an_upward_import_is_found() -> None:
+    graph = {"smdissect.core.tables": {"smdissect.pages.markup"}, "smdissect.pages.markup": {"smdissect.core.tables"}}
+    assert upward(graph) == ["smdissect.core.tables -> smdissect.pages.markup"]
+
+
+def test_a_gpu_or_tables_stage_loads_no_page_code() -> None:
+    code = (
+        "import sys; from smdissect import cli; cli.parser(['run', 'profile', 'crossval', 'figures']); "
+        "print(sorted(m for m in sys.modules if m.startswith('smdissect.pages')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=os.environ | {"PYTHONPATH": str(PACKAGE.parent)},
+    )
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+READS_MANIFESTS = re.compile(r"\bKERNELS\b|/ \"cases\.yaml\"|glob\(\"\*/cases\.yaml\"\)")
+
+
+def test_only_the_manifest_loader_reads_kernels() -> None:
+    """No module but catalog opens a manifest or falls back to the checkout's kernels/: the others are given it."""
+    readers = sorted(
+        str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py") if READS_MANIFESTS.search(p.read_text())
+    )
+    assert readers == ["core/catalog.py"], readers

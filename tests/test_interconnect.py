@@ -12,10 +12,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from helpers import ARCHS, ROOT, assert_profile_budget, assert_sass_claims, listing, raw_frame
-from smdissect import catalog, figures, markup, run, tables
-from smdissect.derived import interconnect as derived
-from smdissect.tables import canonical_params
-from smdissect.views import interconnect as view
+from smdissect.analysis import figures
+from smdissect.analysis.derived import interconnect as derived
+from smdissect.core import catalog, tables
+from smdissect.core.tables import canonical_params
+from smdissect.measure import run
+from smdissect.pages import markup
+from smdissect.pages.views import interconnect as view
 
 CASES = catalog.load(ROOT / "kernels", "interconnect")
 FAMILIES = sorted(catalog.families(CASES))

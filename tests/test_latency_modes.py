@@ -1,4 +1,4 @@
-"""smdissect.latency_modes on synthetic per-load latencies shaped like chase_near_far's (9 launches of the same 512
+"""analysis.latency_modes on synthetic per-load latencies shaped like chase_near_far's (9 launches of the same 512
 lines): it must find two clusters only where there are two, keep far hits however far above the median they lie, and
 count DRAM misses apart without letting them into either cluster."""
 
@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from smdissect import latency_modes as lm
+from smdissect.analysis import latency_modes as lm
 
 LAUNCHES, LINES = 9, 512
 

@@ -14,12 +14,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from helpers import ARCHS, ROOT, assert_profile_budget, listing
-from smdissect import catalog, figures, sass, tables
-from smdissect.derived import launch as derived
-from smdissect.figure_model import judge
+from smdissect.analysis import figures
+from smdissect.analysis.derived import launch as derived
+from smdissect.analysis.figure_model import judge
+from smdissect.core import catalog, tables
+from smdissect.core.tables import canonical_params
+from smdissect.measure import sass
+from smdissect.pages.views import launch as view
 from smdissect.stages import static as static_stage
-from smdissect.tables import canonical_params
-from smdissect.views import launch as view
 
 CASES = catalog.load(ROOT / "kernels", "launch")
 FAMILIES = sorted(catalog.families(CASES))

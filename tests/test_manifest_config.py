@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 from helpers import ROOT
-from smdissect import catalog, config
-from smdissect.errors import SmdissectError
+from smdissect.core import catalog, config
+from smdissect.core.errors import SmdissectError
 
 SCHEMA = ROOT / "config" / "schema.yaml"
 

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 import yaml
 from helpers import FLAGS, ROOT
-from smdissect import catalog, sass
-from smdissect.errors import SmdissectError
+from smdissect.core import catalog
+from smdissect.core.errors import SmdissectError
+from smdissect.measure import sass
 
 DOC = ROOT / "docs" / "cases.md"
 CHAIN = {"source": "float.cu", "ptx": "fma.rn.f32", "sass": {"expect": {"FFMA": "== ops"}, "forbid": ["LDL", "STL"]}}

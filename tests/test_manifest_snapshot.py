@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from helpers import FIXTURES, ROOT
-from smdissect import catalog
+from smdissect.core import catalog
 
 SNAPSHOT = FIXTURES / "manifests_before.json"
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90a", "sm_100a", "sm_120a", "sm_121a")  # where static-ness can differ

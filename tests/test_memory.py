@@ -16,11 +16,13 @@ import numpy as np
 import pandas as pd
 import pytest
 from helpers import ARCHS, ROOT, RUN, assert_profile_budget, assert_sass_claims, listing, raw_frame
-from smdissect import catalog, figures, latency_modes, sass, tables
-from smdissect.derived import memory as derived
-from smdissect.derived.memory import atomics, levels
-from smdissect.figure_model import Figure, judge
-from smdissect.views import memory as view
+from smdissect.analysis import figures, latency_modes
+from smdissect.analysis.derived import memory as derived
+from smdissect.analysis.derived.memory import atomics, levels
+from smdissect.analysis.figure_model import Figure, judge
+from smdissect.core import catalog, tables
+from smdissect.measure import sass
+from smdissect.pages.views import memory as view
 
 CASES = catalog.load(ROOT / "kernels", "memory")
 SASS_LINE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P(?:T|\d)\s+)?([A-Z][A-Z0-9_.]*)\s*([^;]*);")

@@ -1,4 +1,4 @@
-"""smdissect.model and smdissect.simconfig: the model exported from the frozen H200 run follows its schema and covers
+"""analysis.model and pages.simconfig: the model exported from the frozen H200 run follows its schema and covers
 every field of the seed paper's appendix, a broken model fails, the simulator config reads back to the figures it
 came from, and `smdissect compare` takes model files."""
 
@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 from helpers import ROOT, RUN
-from smdissect import appendix, compare, model, paper, paper_accounting, simconfig, tables
-from smdissect.errors import SmdissectError
+from smdissect.analysis import compare, model, paper, paper_accounting
+from smdissect.core import appendix, tables
+from smdissect.core.errors import SmdissectError
+from smdissect.pages import simconfig
 from smdissect.stages import pages as pages_stage
 
 KERNELS = ROOT / "kernels"

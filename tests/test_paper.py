@@ -1,4 +1,4 @@
-"""smdissect.paper: every figure of the seed paper accounted for once (tied, derived or a reason from the fixed
+"""smdissect.analysis.paper: every figure of the seed paper accounted for once (tied, derived or a reason from the fixed
 vocabulary), the map checked against the manifests and derivers, and the frozen H200 run's accounting."""
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 from helpers import ROOT, RUN
-from smdissect import (
-    catalog,
+from smdissect.analysis import (
     derived,
     figure_model,
     figures,
@@ -19,9 +18,9 @@ from smdissect import (
     paper_accounting,
     paper_formulas,
     paper_structure,
-    tables,
 )
-from smdissect.errors import SmdissectError
+from smdissect.core import catalog, tables
+from smdissect.core.errors import SmdissectError
 
 KERNELS = ROOT / "kernels"
 REDERIVED = ("power", "tensorcore")  # categories whose derivers give figures newer than the frozen tables

@@ -7,8 +7,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from helpers import FIXTURES
-from smdissect import device, files, ncu, parse, run, tables
-from smdissect.errors import SmdissectError
+from smdissect.core import files, tables
+from smdissect.core.errors import SmdissectError
+from smdissect.measure import device, ncu, parse, run
 
 REPORTS = sorted((FIXTURES / "captured").glob("*.ncu-rep"))
 
@@ -156,7 +157,7 @@ def test_a_point_the_device_cannot_run_is_a_static_row() -> None:
 
 
 def test_replay_passes_are_kept_and_reported(metrics: pd.DataFrame) -> None:
-    from smdissect import category_sections
+    from smdissect.pages import category_sections
 
     passes = metrics[metrics.metric == "profiler__replayer_passes"]
     assert len(passes) == metrics.drop_duplicates(["case", "params", "variant"]).shape[0] and passes.value.min() >= 1

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 from helpers import ARCHS, ROOT, RUN
-from smdissect import catalog, checks, figures, sass, tables
-from smdissect.figure_model import Figure, judge
+from smdissect.analysis import checks, figures
+from smdissect.analysis.figure_model import Figure, judge
+from smdissect.core import catalog, tables
+from smdissect.measure import sass
 
 CASES = catalog.load(ROOT / "kernels", "pipelines")
 FAMILIES = ["convert", "fastmath", "fp32", "fp64", "half", "integer", "predicate", "sfu", "simd", "uniform", "warp"]

@@ -12,11 +12,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from helpers import ARCHS, ROOT, assert_sass_claims, listing, raw_frame, run_cli
-from smdissect import catalog, figures, sass, tables
-from smdissect.derived import chains, sweeps
-from smdissect.derived.pipelines import coissue
-from smdissect.figure_model import Figure, judge
-from smdissect.views import pipelines
+from smdissect.analysis import figures
+from smdissect.analysis.derived import chains, sweeps
+from smdissect.analysis.derived.pipelines import coissue
+from smdissect.analysis.figure_model import Figure, judge
+from smdissect.core import catalog, tables
+from smdissect.measure import sass
+from smdissect.pages.views import pipelines
 
 FAMILIES = ["coissue", "subnormal", "dispatch"]
 CASES = catalog.load(ROOT / "kernels", "pipelines")

@@ -15,10 +15,13 @@ import numpy as np
 import pandas as pd
 import pytest
 from helpers import ARCHS, FIXTURES, ROOT, assert_sass_claims
-from smdissect import catalog, figures, markup, power, sass, tables
-from smdissect.errors import SmdissectError
-from smdissect.figure_model import REFERENCE, Figure, judge
-from smdissect.views import power as view
+from smdissect.analysis import figures
+from smdissect.analysis.figure_model import REFERENCE, Figure, judge
+from smdissect.core import catalog, tables
+from smdissect.core.errors import SmdissectError
+from smdissect.measure import power, sass
+from smdissect.pages import markup
+from smdissect.pages.views import power as view
 
 CASES = catalog.load(ROOT / "kernels", "power")
 SWEEP = [1, 2, 4, 8, 16, 33, 66, 99, 132]

@@ -114,7 +114,8 @@ def test_multigpu_dry_run(workdir: Path) -> None:
 
 
 def test_device_all_gives_each_gpu_its_folder_device_and_provenance() -> None:
-    from smdissect import device, plan
+    from smdissect.measure import device
+    from smdissect.stages import plan
 
     gpus = [device.Gpu(i, "NVIDIA H200", f"GPU-{i}", (9, 0), "580.1", 132) for i in range(2)]
     p = plan.Plan(

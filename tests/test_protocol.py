@@ -1,4 +1,4 @@
-"""The protocol's version: the harness and smdissect.protocol write the same one in every JSON line, and the one
+"""The protocol's version: the harness and smdissect.measure.protocol write the same one in every JSON line, and the one
 reader (protocol.read, behind the run stage and the build's listing) refuses a line of another version or of none
 with one line naming both versions and the fix; a Python family's timed calls each sit behind a GPU spin, with the
 SM clock read after each. No GPU needed."""
@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 from helpers import ROOT
-from smdissect import build, catalog, protocol, run
-from smdissect.errors import SmdissectError
+from smdissect.core import catalog
+from smdissect.core.errors import SmdissectError
+from smdissect.measure import build, protocol, run
 
 # A binary of one case whose --list is the harness's, and which with no argument prints one record through the
 # harness's own printer without touching a GPU.

@@ -9,7 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from helpers import ROOT, RUN, run_cli
-from smdissect import catalog, compare, coverage, tables
+from smdissect.analysis import compare, coverage
+from smdissect.core import catalog, tables
 
 
 def cells(page: str) -> list[list[str]]:

@@ -11,7 +11,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from helpers import RUN, run_cli
-from smdissect import roofline, roofline_page, sheet, tables
+from smdissect.analysis import roofline
+from smdissect.core import tables
+from smdissect.pages import roofline_page, sheet
 
 
 @pytest.fixture(scope="module")

@@ -14,11 +14,13 @@ import numpy as np
 import pandas as pd
 import pytest
 from helpers import ARCHS, FLAGS, ROOT, raw_frame
-from smdissect import catalog, controlcodes, figures, sass, tables
-from smdissect.derived import chains
-from smdissect.derived.scheduler import control_codes, latency, registers, subcore
-from smdissect.figure_model import Figure, judge
-from smdissect.views import scheduler
+from smdissect.analysis import figures
+from smdissect.analysis.derived import chains
+from smdissect.analysis.derived.scheduler import control_codes, latency, registers, subcore
+from smdissect.analysis.figure_model import Figure, judge
+from smdissect.core import catalog, tables
+from smdissect.measure import controlcodes, sass
+from smdissect.pages.views import scheduler
 
 KERNELS = ROOT / "kernels"
 CASES = catalog.load(KERNELS, "scheduler")

@@ -21,8 +21,8 @@ from pathlib import Path
 import pynvml
 import pytest
 from helpers import ROOT
-from smdissect import device, gputime, run, slots
-from smdissect.errors import SmdissectError
+from smdissect.core.errors import SmdissectError
+from smdissect.measure import device, gputime, run, slots
 from smdissect.stages import gpu as gpu_stage
 from smdissect.stages import static as static_stage
 
@@ -78,7 +78,7 @@ def test_a_killed_holder_releases_its_device(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "import time; from pathlib import Path; from smdissect import slots\n"
+            "import time; from pathlib import Path; from smdissect.measure import slots\n"
             f"with slots.acquire({UUIDS[:1]!r}, Path({str(tmp_path)!r})) as i:\n"
             "    print('held', i, flush=True); time.sleep(120)",
         ],
@@ -194,8 +194,8 @@ def test_a_held_peer_is_waited_for_then_named(tmp_path: Path) -> None:
 
 
 HOLD = """import sys, time
-from smdissect import slots
-from smdissect.errors import exit_on_error
+from smdissect.measure import slots
+from smdissect.core.errors import exit_on_error
 
 @exit_on_error
 def job():

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pandas as pd
 from helpers import raw_frame
-from smdissect import catalog, crossval, figures, tables
-from smdissect.checks import SPREAD
-from smdissect.figure_model import Figure, judge
+from smdissect.analysis import crossval, figures
+from smdissect.analysis.checks import SPREAD
+from smdissect.analysis.figure_model import Figure, judge
+from smdissect.core import catalog, tables
 
 
 def case(category: str = "pipelines", **entry: object) -> catalog.Case:

@@ -13,11 +13,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from helpers import ARCHS, BUILD_ARCHS, ROOT, assert_profile_budget, assert_sass_claims, raw_frame
-from smdissect import catalog, figures, sass, tables
-from smdissect.derived import sync as derived
-from smdissect.figure_model import Figure
-from smdissect.tables import canonical_params
-from smdissect.views import sync as view
+from smdissect.analysis import figures
+from smdissect.analysis.derived import sync as derived
+from smdissect.analysis.figure_model import Figure
+from smdissect.core import catalog, tables
+from smdissect.core.tables import canonical_params
+from smdissect.measure import sass
+from smdissect.pages.views import sync as view
 
 CASES = catalog.load(ROOT / "kernels", "sync")
 FAMILIES = sorted(catalog.families(CASES))

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 from helpers import BUILD_ARCHS, FLAGS, ROOT, assert_sass_claims, listing, run_cli
-from smdissect import archs, build, catalog, device, features, run, sass
+from smdissect.core import archs, catalog, features
+from smdissect.measure import build, device, run, sass
 
 CASES = catalog.families(catalog.load(ROOT / "kernels", "tensorcore"))["tcgen05"]
 MMA_CASES = [c for c in CASES if "n" in c.sweep]

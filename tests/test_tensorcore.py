@@ -11,11 +11,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from helpers import ARCHS, ROOT, RUN, raw_frame
-from smdissect import catalog, figures, sass, tables
-from smdissect.derived import tensorcore as derived
-from smdissect.figure_model import Figure, judge
+from smdissect.analysis import figures
+from smdissect.analysis.derived import tensorcore as derived
+from smdissect.analysis.figure_model import Figure, judge
+from smdissect.core import catalog, tables
+from smdissect.measure import sass
+from smdissect.pages.views import tensorcore as view
 from smdissect.stages import static as static_stage
-from smdissect.views import tensorcore as view
 
 WGMMA = ["wgmma", "wgmma_fp8", "wgmma_int", "wgmma_sp"]
 FAMILIES = ["mma", "blockscale", *WGMMA, "ldmatrix"]

@@ -11,23 +11,26 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from helpers import ROOT, RUN
-from smdissect import catalog, category_sections, markup, stats, tables, views
-from smdissect.errors import SmdissectError
+from smdissect.core import catalog, stats, tables
+from smdissect.core.errors import SmdissectError
+from smdissect.pages import category_sections, markup, views
 from smdissect.stages import pages as pages_stage
 
-VIEW_FILES = sorted(p.stem for p in (ROOT / "workflow" / "smdissect" / "views").glob("*.py") if p.stem != "__init__")
+VIEW_FILES = sorted(
+    p.stem for p in (ROOT / "workflow" / "smdissect" / "pages" / "views").glob("*.py") if p.stem != "__init__"
+)
 LATENCY = RUN / "sm_90a" / "latency"
 
 
 def test_every_view_file_is_found_for_a_category_and_the_rest_have_the_common_sections() -> None:
     found = views.views()
-    assert {view.__module__ for view in found.values()} == {f"smdissect.views.{name}" for name in VIEW_FILES}
+    assert {view.__module__ for view in found.values()} == {f"smdissect.pages.views.{name}" for name in VIEW_FILES}
     assert set(found) < set(catalog.categories(ROOT / "kernels"))  # a CATEGORY that names no manifest is a typo
     assert views.view_of("latency") is views.common_only and views.view_of("memory") is found["memory"]
 
 
 def test_two_view_modules_of_one_category_are_a_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(importlib.import_module("smdissect.views.launch"), "CATEGORY", "memory")
+    monkeypatch.setattr(importlib.import_module("smdissect.pages.views.launch"), "CATEGORY", "memory")
     views.views.cache_clear()
     try:
         with pytest.raises(SmdissectError, match=r"two view modules declare CATEGORY = 'memory'") as err:
@@ -85,7 +88,7 @@ def docs_example() -> str:
 def test_the_docs_example_view_renders_on_the_committed_latency_figures(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    module: dict[str, object] = {"__name__": "smdissect.views.latency"}
+    module: dict[str, object] = {"__name__": "smdissect.pages.views.latency"}
     exec(compile(docs_example(), "docs/cases.md", "exec"), module)  # the example as views/latency.py would be
     monkeypatch.setitem(views.views(), "latency", views.checked(module["sections"]))  # type: ignore[arg-type]
     out = tmp_path / "latency.html"

@@ -2,7 +2,7 @@
 """PyTorch's fused attention (scaled_dot_product_attention, causal=False) on the flash family's shapes, speaking
 the benchmark binary protocol (smdissect.protocol); torch is imported only to run, so --list works without it."""
 
-from smdissect import protocol
+from smdissect.measure import protocol
 
 DTYPES = {0: "bfloat16", 1: "float16"}
 

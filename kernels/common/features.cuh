@@ -1,4 +1,4 @@
-// Generated from FEATURES in workflow/smdissect/features.py by `smdissect features`: do not edit.
+// Generated from FEATURES in workflow/smdissect/core/features.py by `smdissect features`: do not edit.
 // SMD_HAS(feature) is 1 where the arch being compiled has the feature, and in the host pass.
 #pragma once
 #if defined(__CUDA_ARCH__)

@@ -9,7 +9,8 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from smdissect import features, protocol
+from smdissect.core import features
+from smdissect.measure import protocol
 
 CHECKED_ROWS = 64  # output rows, spread over the matrix, checked against a float64 product of the same inputs
 ALIGN = 16  # torch._scaled_mm wants every dimension a multiple of 16 (torch._int_mm: of 8)

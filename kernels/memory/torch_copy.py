@@ -2,7 +2,7 @@
 """The library reference of the bandwidth cases: torch's own device-to-device copy (Tensor.copy_), timed with
 CUDA events in the same run as our kernels; bandwidth counts the bytes read plus the bytes written."""
 
-from smdissect import protocol
+from smdissect.measure import protocol
 
 
 def torch_copy(case: str, point: protocol.Point, repeats: int, device: int) -> None:

@@ -9,8 +9,9 @@ import signal
 import sys
 from collections.abc import Iterable
 
-from . import __version__, tables
-from .errors import exit_on_error
+from . import __version__
+from .core import tables
+from .core.errors import exit_on_error
 from .stages.options import MANY
 
 # Each stage and the module of smdissect.stages whose `cmd_<stage>` runs it (with its OPTIONS and READS).

@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .. import archs, catalog, coverage, features, files, model, paper_structure, simconfig
+from ..analysis import coverage, model, paper_structure
+from ..core import archs, catalog, features, files
+from ..pages import simconfig
 from .options import Command, Options
 
 

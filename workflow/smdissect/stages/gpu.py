@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import build, catalog, crossval, device, files, ncu, parse, run, slots, tables
-from ..errors import SmdissectError
+from ..analysis import crossval
+from ..core import catalog, files, tables
+from ..core.errors import SmdissectError
+from ..measure import build, device, ncu, parse, run, slots
 from .options import Command, Options, inputs
 from .static import ROOT, family_of
 

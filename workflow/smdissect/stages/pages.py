@@ -10,24 +10,10 @@ from typing import Any
 
 import pandas as pd
 
-from .. import (
-    catalog,
-    compare,
-    coverage,
-    evidence,
-    headlines,
-    markup,
-    paper,
-    paper_accounting,
-    paper_structure,
-    report,
-    report_index,
-    roofline,
-    roofline_page,
-    sheet,
-    tables,
-)
-from ..errors import SmdissectError
+from ..analysis import compare, coverage, paper, paper_accounting, paper_structure, roofline
+from ..core import catalog, tables
+from ..core.errors import SmdissectError
+from ..pages import evidence, headlines, markup, report, report_index, roofline_page, sheet
 from .options import MANY, Command, Options, inputs
 
 
@@ -139,7 +125,7 @@ def roofline_files(
 
 
 def paper_tables(figures: pd.DataFrame, status: pd.DataFrame, kernels: Path) -> dict[str, pd.DataFrame]:
-    """The paper's tables for a run (smdissect.paper): every figure accounted for, the cross-generation finding,
+    """The paper's tables for a run (analysis.paper): every figure accounted for, the cross-generation finding,
     coverage in the paper's terms and its sections."""
     published = paper.reference(kernels)
     table = paper_accounting.accounting(figures, published, status, kernels)

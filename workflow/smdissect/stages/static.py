@@ -12,8 +12,9 @@ from typing import Any
 
 import pandas as pd
 
-from .. import build, catalog, controlcodes, files, run, sass, tables
-from ..errors import SmdissectError
+from ..core import catalog, files, tables
+from ..core.errors import SmdissectError
+from ..measure import build, controlcodes, run, sass
 from .options import Command, Options
 
 ROOT = Path(__file__).resolve().parents[3]  # the checkout: its git commit is every row's `commit`

@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .. import catalog, crossval, figures, tables
+from ..analysis import crossval, figures
+from ..core import catalog, tables
 from .options import MANY, Command, Options, inputs
 
 
