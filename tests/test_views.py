@@ -33,7 +33,8 @@ def test_two_view_modules_of_one_category_are_a_one_line_error(monkeypatch: pyte
     monkeypatch.setattr(importlib.import_module("smdissect.pages.views.launch"), "CATEGORY", "memory")
     views.views.cache_clear()
     try:
-        with pytest.raises(SmdissectError, match=r"two view modules declare CATEGORY = 'memory'") as err:
+        match = r"views\.memory and smdissect\.pages\.views\.launch both declare CATEGORY = 'memory': keep one"
+        with pytest.raises(SmdissectError, match=match) as err:
             views.views()
     finally:
         monkeypatch.undo()

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import fnmatch
 import functools
-import importlib
-import pkgutil
 from types import ModuleType
 from typing import Protocol
 
 import pandas as pd
 
 from ...core.catalog import Case
+from ...core.categories import declared
 from ...core.errors import SmdissectError
 from ..figure_model import Figure
 
@@ -29,18 +28,7 @@ class Deriver(Protocol):
 @functools.cache
 def modules() -> dict[str, ModuleType]:
     """Every deriver module of this package by the category it declares (CATEGORY); helpers declare none."""
-    found: dict[str, ModuleType] = {}
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        category = getattr(module, "CATEGORY", None)
-        if category is None:
-            continue
-        if category in found:
-            raise SmdissectError(
-                f"{module.__name__} and {found[category].__name__} both declare CATEGORY = {category!r}: keep one"
-            )
-        found[category] = module
-    return found
+    return declared(__name__, __path__)
 
 
 def declares(category: str, metric: str) -> bool:

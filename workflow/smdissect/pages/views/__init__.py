@@ -5,15 +5,14 @@ after the findings. A category without a module has the sections every page has,
 from __future__ import annotations
 
 import functools
-import importlib
 import inspect
-import pkgutil
 import typing
 from collections.abc import Callable
 from typing import Protocol
 
 import pandas as pd
 
+from ...core.categories import declared
 from ...core.errors import SmdissectError
 
 # A category's tables by kind (raw, status, ncu, stalls, pipes, crossval, figures, sass, sass_checks, controlcodes),
@@ -53,18 +52,7 @@ def common_only(frames: Frames) -> list[Section]:
 @functools.cache
 def views() -> dict[str, View]:
     """Every view module's `sections`, checked against View, by the category the module declares (CATEGORY)."""
-    found: dict[str, View] = {}
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        category = getattr(module, "CATEGORY", None)
-        if category is None:
-            continue
-        if category in found:
-            raise SmdissectError(
-                f"two view modules declare CATEGORY = {category!r} ({module.__name__} is one): keep one"
-            )
-        found[category] = checked(module.sections)
-    return found
+    return {category: checked(module.sections) for category, module in declared(__name__, __path__).items()}
 
 
 def view_of(category: str) -> View:
