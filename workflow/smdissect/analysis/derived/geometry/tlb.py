@@ -12,7 +12,7 @@ import pandas as pd
 
 from ....core.tables import parse_params
 from ...figure_model import REFERENCE, Check, Figure
-from ..memory.levels import MIN_POINTS
+from ..memory.levels import runs
 from ..samples import keep, make, samples
 from .curves import curve, level_figure, with_checks
 
@@ -21,24 +21,6 @@ TLB_CASES = ("tlb_chase", "tlb_chase_wide", "tlb_chase_huge")  # strides 2 MB, 3
 # lines fall in move a point by about 1 cycle, a TLB level's miss by more
 TLB_NEAR = 0.01
 NO_TLB_DOC = "NVIDIA documents no TLB sizes; 4 KB and 64 KB pages cannot be isolated: cudaMalloc maps 2 MB pages"
-
-
-def flat_runs(values: list[float], near: float) -> list[tuple[int, int]]:
-    """memory.runs with its own tolerance: maximal runs of at least memory.MIN_POINTS consecutive points, each within
-    `near` of the run's median, found left to right, as (first, last) index pairs."""
-    out, i = [], 0
-    while i < len(values):
-        j = i
-        while j + 1 < len(values) and all(
-            abs(v - np.median(values[i : j + 2])) <= near * np.median(values[i : j + 2]) for v in values[i : j + 2]
-        ):
-            j += 1
-        if j - i + 1 >= MIN_POINTS:
-            out.append((i, j))
-            i = j + 1
-        else:
-            i += 1
-    return out
 
 
 def size_text(mb: float) -> str:
@@ -84,7 +66,7 @@ def staircases(raw: pd.DataFrame) -> list[Staircase]:
     out = []
     for case in TLB_CASES:
         pts = curve(raw, case, "latency", "pages")
-        found = flat_runs(pts["value"].tolist(), TLB_NEAR)
+        found = runs(pts["value"].tolist(), TLB_NEAR)
         if found:
             out.append(Staircase(case, pts, found, float(parse_params(pts["params"].iloc[0])["stride_mb"])))
     return sorted(out, key=lambda c: c.stride)

@@ -29,14 +29,14 @@ def line_kb(footprint_kb: float, stride: float) -> float:
     return footprint_kb if stride <= LINE else footprint_kb * LINE / stride
 
 
-def runs(values: list[float]) -> list[tuple[int, int]]:
+def runs(values: list[float], near: float = NEAR) -> list[tuple[int, int]]:
     """The levels of a latency curve in footprint order, as (first, last) index pairs: maximal runs of at least
-    MIN_POINTS consecutive points each within NEAR of the run's median, found left to right. The points between two
+    MIN_POINTS consecutive points each within `near` of the run's median, found left to right. The points between two
     levels are transitions (their latency mixes the two levels' hits)."""
     out, i = [], 0
     while i < len(values):
         j = i
-        while j + 1 < len(values) and _flat(values[i : j + 2]):
+        while j + 1 < len(values) and _flat(values[i : j + 2], near):
             j += 1
         if j - i + 1 >= MIN_POINTS:
             out.append((i, j))
@@ -46,9 +46,9 @@ def runs(values: list[float]) -> list[tuple[int, int]]:
     return out
 
 
-def _flat(values: list[float]) -> bool:
+def _flat(values: list[float], near: float) -> bool:
     middle = float(np.median(values))
-    return all(abs(v - middle) <= NEAR * middle for v in values)
+    return all(abs(v - middle) <= near * middle for v in values)
 
 
 @dataclass(frozen=True)
