@@ -15,7 +15,7 @@ from ..figure_model import Figure
 from . import samples as s
 
 CATEGORY = "interconnect"
-METRICS = frozenset({"latency_ns"})  # every metric a figure of this deriver can have
+METRICS = frozenset({"latency_ns", "link_share", "vs_local"})  # every metric a figure of this deriver can have
 
 COPIES = {
     "memcpy_peer": ("cudaMemcpyPeerAsync", 1),
