@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 from chromium import CHROMIUM, NO_CHROMIUM, browse, probe
 from helpers import ROOT
-from smdissect.analysis import model, paper, roofline
+from smdissect.analysis import derived, model, paper, roofline
 from smdissect.core import catalog, files, tables
 from smdissect.measure import gputime
 from smdissect.pages import headlines, simconfig
@@ -314,3 +314,13 @@ def test_every_committed_page_reads_in_a_browser(page: Path, tmp_path: Path) -> 
     assert not re.search(r'\{"[a-z_0-9]+":', found["text"]), re.search(r'.{60}\{"[a-z_0-9]+":.{40}', found["text"])
     assert not re.search(r"(?<![\w.])/(work|tmp|home|root|usr)/", found["text"])
     assert not SCIENTIFIC.search(found["text"]), [m.group(0) for m in SCIENTIFIC.finditer(found["text"])][:5]
+
+
+def test_every_derived_metric_of_the_committed_runs_is_declared() -> None:
+    """Each derived figure of every committed run (one GPU and two) has a metric its category's deriver declares: a
+    figure only a two-GPU run makes would otherwise stop a user's figures stage."""
+    found = tables.read("figures", sorted((ROOT / "reports").glob("*/tables/**/figures.parquet")))
+    made = found[found["kind"] == "derived"][["category", "metric"]].drop_duplicates()
+    assert len(made) > 100
+    undeclared = [f"{c}: {m}" for c, m in made.itertuples(index=False) if not derived.declares(c, m)]
+    assert not undeclared, undeclared
